@@ -1,0 +1,126 @@
+//! `vermilion-server [CONFIG_FILE] [--name value ...]`: the same invocation as redis-server.
+
+use std::net::SocketAddr;
+
+use vermilion::config::Config;
+use vermilion::executor::{Executor, Request};
+use vermilion::log;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-v" || a == "--version") {
+        println!("Vermilion server v={} (Redis {} compatible)", vermilion::VERSION, vermilion::REDIS_VERSION);
+        return;
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("Usage: vermilion-server [/path/to/redis.conf] [options]\nExamples:\n  vermilion-server (run the server with default config)\n  vermilion-server /etc/redis/6379.conf\n  vermilion-server --port 7777\n  vermilion-server /etc/myredis.conf --loglevel verbose");
+        return;
+    }
+    let config = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    log::configure(log::Level::parse(config.get("loglevel")), config.get("logfile"));
+    log::warning("oO0OoO0OoO0Oo Vermilion is starting oO0OoO0OoO0Oo");
+    log::warning(&format!(
+        "Vermilion version={}, redis_version={}, bits=64, pid={}, just started",
+        vermilion::VERSION,
+        vermilion::REDIS_VERSION,
+        std::process::id()
+    ));
+    match &config.config_file {
+        Some(path) => log::warning(&format!("Configuration loaded from {}", path.display())),
+        None => log::warning("Warning: no config file specified, using the default config. In order to specify a config file use vermilion-server /path/to/redis.conf"),
+    }
+    let dir = config.get("dir").to_string();
+    if !dir.is_empty() {
+        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::env::set_current_dir(&dir)) {
+            log::warning(&format!("Can't chdir to '{dir}': {e}"));
+            std::process::exit(1);
+        }
+    }
+    let port = config.get_int("port");
+    let binds: Vec<String> = config.get("bind").split_whitespace().map(str::to_string).collect();
+    let io_threads = config.get_int("io-threads").clamp(1, 64) as usize;
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(io_threads).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::warning(&format!("Failed to start the network runtime: {e}"));
+            std::process::exit(1);
+        }
+    };
+    let listeners = runtime.block_on(async { bind_all(&binds, port as u16).await });
+    let listeners = match listeners {
+        Ok(l) => l,
+        Err(e) => {
+            log::warning(&e);
+            std::process::exit(1);
+        }
+    };
+    let (handle, join) = match Executor::spawn(config) {
+        Ok(x) => x,
+        Err(e) => {
+            log::warning(&format!("Failed to start the executor: {e}"));
+            std::process::exit(1);
+        }
+    };
+    log::set_role(b'M');
+    log::notice(&format!("Running mode=standalone, port={port}."));
+    log::warning("Server initialized");
+    log::notice("Ready to accept connections tcp");
+
+    let signals = handle.tx.clone();
+    runtime.spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return;
+        };
+        loop {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+            let _ = signals.send(Request::Signal { name });
+        }
+    });
+    runtime.spawn(vermilion::server::serve(listeners, handle));
+    // The executor decides when the process ends (SHUTDOWN or a signal).
+    let _ = join.join();
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(0);
+}
+
+/// Binds every address of `bind`; a leading `-` marks an address that may be unavailable.
+async fn bind_all(binds: &[String], port: u16) -> Result<Vec<tokio::net::TcpListener>, String> {
+    let mut out = Vec::new();
+    for b in binds {
+        let (optional, host) = match b.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, b.as_str()),
+        };
+        let host = if host == "*" {
+            "0.0.0.0"
+        } else if host == "::*" {
+            "::"
+        } else {
+            host
+        };
+        let addr: SocketAddr = match format!("{host}:{port}").parse().or_else(|_| format!("[{host}]:{port}").parse()) {
+            Ok(a) => a,
+            Err(_) => return Err(format!("Invalid bind address '{host}'")),
+        };
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => out.push(l),
+            Err(e) if optional => log::verbose(&format!("Skipping optional bind {addr}: {e}")),
+            Err(e) => return Err(format!("Warning: Could not create server TCP listening socket {host}:{port}: {e}")),
+        }
+    }
+    if out.is_empty() {
+        return Err("Failed listening on port (tcp), aborting.".into());
+    }
+    Ok(out)
+}

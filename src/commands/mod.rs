@@ -1,0 +1,144 @@
+//! Commands: the command table (data), the dispatcher that applies every generic check the
+//! table's flags call for, and one file of handlers per command group.
+//!
+//! A handler gets a [`Ctx`] (the keyspace, the calling client, the server state, the
+//! command's time) and the argument vector (name included, as Redis's argv), and returns
+//! `Result<Reply, CmdError>`; the error maps to Redis's code word in one place.
+
+mod connection;
+mod error;
+mod introspection;
+mod keys;
+mod server;
+mod spec;
+mod strings;
+mod table;
+
+pub use error::CmdError;
+pub use spec::{CommandSpec, Doc, Flag, Group};
+pub use table::COMMANDS;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use crate::db::Keyspace;
+use crate::protocol::Reply;
+use crate::state::{Client, ServerState};
+
+/// What a handler works with.
+pub struct Ctx<'a> {
+    pub ks: &'a mut Keyspace,
+    pub client: &'a mut Client,
+    pub server: &'a mut ServerState,
+    /// The command's time in ms since the epoch (frozen for the whole command).
+    pub now_ms: i64,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database.
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+
+    /// Counts a change to the dataset (Redis's `server.dirty`).
+    pub fn dirty(&mut self, n: u64) {
+        self.server.dirty += n;
+    }
+}
+
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Result<Reply, CmdError>;
+
+fn index() -> &'static HashMap<&'static [u8], &'static CommandSpec> {
+    static INDEX: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+    INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect())
+}
+
+/// Finds a top-level command by name, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    index().get(&*lower).copied()
+}
+
+/// The outcome of resolving an argv against the table.
+pub enum Resolved {
+    Found(&'static CommandSpec),
+    Unknown,
+    UnknownSubcommand,
+    WrongArity(&'static CommandSpec),
+}
+
+/// Resolves `args` to a command or subcommand and checks its arity.
+pub fn resolve(args: &[Bytes]) -> Resolved {
+    let Some(cmd) = lookup(&args[0]) else {
+        return Resolved::Unknown;
+    };
+    let cmd = if cmd.subcommands.is_empty() || args.len() < 2 {
+        cmd
+    } else {
+        match cmd.subcommands.iter().find(|s| s.sub_name().as_bytes().eq_ignore_ascii_case(&args[1])) {
+            Some(sub) => sub,
+            None => return Resolved::UnknownSubcommand,
+        }
+    };
+    if !cmd.arity_ok(args.len()) {
+        return Resolved::WrongArity(cmd);
+    }
+    Resolved::Found(cmd)
+}
+
+/// Redis's reply to a command that is not in the table.
+pub fn unknown_command_error(args: &[Bytes]) -> Reply {
+    let mut list = String::new();
+    for arg in &args[1..] {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        let text = c_string_prefix(arg, room);
+        list.push_str(&format!("'{text}' "));
+    }
+    let name = c_string_prefix(&args[0], 128);
+    Reply::Error(sanitize(format!("ERR unknown command '{name}', with args beginning with: {list}")).into())
+}
+
+/// Redis's reply to an unknown subcommand of a container command.
+pub fn unknown_subcommand_error(args: &[Bytes]) -> Reply {
+    let sub = c_string_prefix(&args[1], 128);
+    let name = String::from_utf8_lossy(&args[0]).to_uppercase();
+    Reply::Error(sanitize(format!("ERR unknown subcommand '{sub}'. Try {name} HELP.")).into())
+}
+
+pub fn wrong_arity_error(cmd: &CommandSpec) -> Reply {
+    Reply::Error(format!("ERR wrong number of arguments for '{}' command", cmd.name).into())
+}
+
+/// What `%.Ns` of a C string prints: up to the first NUL, at most `max` bytes.
+fn c_string_prefix(arg: &[u8], max: usize) -> String {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len()).min(max);
+    String::from_utf8_lossy(&arg[..end]).into_owned()
+}
+
+/// Error texts must not break the protocol: Redis turns CR and LF into spaces.
+pub fn sanitize(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+/// Runs a resolved command's handler and maps its error.
+pub fn call(cmd: &'static CommandSpec, ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    match (cmd.handler)(ctx, args) {
+        Ok(reply) => reply,
+        Err(e) => e.into_reply(),
+    }
+}

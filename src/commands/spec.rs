@@ -1,0 +1,177 @@
+//! The shape of a command table entry: everything the dispatcher and `COMMAND` need to know
+//! about a command, as plain data.
+
+use super::Handler;
+
+/// Command flags, as Redis 7 names them in `COMMAND INFO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    Write,
+    ReadOnly,
+    DenyOom,
+    Module,
+    Admin,
+    PubSub,
+    NoScript,
+    Blocking,
+    Loading,
+    Stale,
+    SkipMonitor,
+    SkipSlowlog,
+    Asking,
+    Fast,
+    NoAuth,
+    MayReplicate,
+    NoMandatoryKeys,
+    AllowBusy,
+    NoMulti,
+    MovableKeys,
+    NoAsyncLoading,
+}
+
+impl Flag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flag::Write => "write",
+            Flag::ReadOnly => "readonly",
+            Flag::DenyOom => "denyoom",
+            Flag::Module => "module",
+            Flag::Admin => "admin",
+            Flag::PubSub => "pubsub",
+            Flag::NoScript => "noscript",
+            Flag::Blocking => "blocking",
+            Flag::Loading => "loading",
+            Flag::Stale => "stale",
+            Flag::SkipMonitor => "skip_monitor",
+            Flag::SkipSlowlog => "skip_slowlog",
+            Flag::Asking => "asking",
+            Flag::Fast => "fast",
+            Flag::NoAuth => "no_auth",
+            Flag::MayReplicate => "may_replicate",
+            Flag::NoMandatoryKeys => "no_mandatory_keys",
+            Flag::AllowBusy => "allow_busy",
+            Flag::NoMulti => "no_multi",
+            Flag::MovableKeys => "movablekeys",
+            Flag::NoAsyncLoading => "no_async_loading",
+        }
+    }
+}
+
+/// The command groups of `COMMAND DOCS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Generic,
+    String,
+    List,
+    Set,
+    SortedSet,
+    Hash,
+    PubSub,
+    Transactions,
+    Connection,
+    Server,
+    Scripting,
+    HyperLogLog,
+    Cluster,
+    Geo,
+    Stream,
+    Bitmap,
+}
+
+impl Group {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Group::Generic => "generic",
+            Group::String => "string",
+            Group::List => "list",
+            Group::Set => "set",
+            Group::SortedSet => "sorted-set",
+            Group::Hash => "hash",
+            Group::PubSub => "pubsub",
+            Group::Transactions => "transactions",
+            Group::Connection => "connection",
+            Group::Server => "server",
+            Group::Scripting => "scripting",
+            Group::HyperLogLog => "hyperloglog",
+            Group::Cluster => "cluster",
+            Group::Geo => "geo",
+            Group::Stream => "stream",
+            Group::Bitmap => "bitmap",
+        }
+    }
+}
+
+/// A small static document tree, for the nested parts of `COMMAND INFO` (key specs).
+#[derive(Debug)]
+pub enum Doc {
+    Str(&'static str),
+    Int(i64),
+    Arr(&'static [Doc]),
+    Map(&'static [(&'static str, Doc)]),
+}
+
+/// One command (or subcommand: `name` is then `container|sub`).
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis's arity: N means exactly N arguments (name included), -N at least N.
+    pub arity: i32,
+    pub flags: &'static [Flag],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub key_step: i32,
+    /// ACL categories, as `COMMAND INFO` lists them.
+    pub acl: &'static [&'static str],
+    /// Hints such as `nondeterministic_output` (what makes a script random-dirty).
+    pub tips: &'static [&'static str],
+    pub key_specs: &'static [Doc],
+    pub group: Group,
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub doc_flags: &'static [&'static str],
+    pub handler: Handler,
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    pub fn has(&self, flag: Flag) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = self.arity as i64;
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// The part after `|` for a subcommand, the whole name otherwise.
+    pub fn sub_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// True for commands whose output or effect depends on more than their arguments and
+    /// the data (Redis 7's `nondeterministic_output` tip; the old `random` flag).
+    pub fn is_random(&self) -> bool {
+        self.tips.iter().any(|t| *t == "nondeterministic_output")
+    }
+
+    /// The key positions in `args` (legacy first/last/step), for COMMAND GETKEYS.
+    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let last = if self.last_key < 0 { argc as i64 + self.last_key as i64 } else { self.last_key as i64 };
+        let step = self.key_step.max(1) as usize;
+        let mut out = Vec::new();
+        let mut i = self.first_key as usize;
+        while (i as i64) <= last && i < argc {
+            out.push(i);
+            i += step;
+        }
+        out
+    }
+}

@@ -1,0 +1,246 @@
+//! The executor: the one thread that owns all data and runs every command.
+//!
+//! Connection tasks send [`Request`]s over one channel. Each turn the executor drains every
+//! pending request (a batch across clients), runs the commands in arrival order, then
+//! releases each client's accumulated replies with one message, so a pipeline of N commands
+//! costs one wake-up and one write. Between batches it runs the periodic `cron` (active
+//! expiry). Atomicity of every command follows from there being one thread.
+//!
+//! Replies are encoded here, not in the connection task: the reply is then copied once, from
+//! the value straight into the output buffer, and the client's protocol version (which HELLO
+//! changes mid-pipeline) is known exactly where the reply is produced.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::commands::{self, Ctx, Flag, Resolved};
+use crate::config::Config;
+use crate::db::Keyspace;
+use crate::log;
+use crate::protocol::{encode_reply, Reply};
+use crate::state::{Client, ClientId, ClientOutput, ConnFlags, ServerState, SharedLimits, SlowLogEntry};
+
+/// A message from a connection task (or a signal handler) to the executor.
+pub enum Request {
+    Connect {
+        id: ClientId,
+        addr: String,
+        laddr: String,
+        tx: UnboundedSender<ClientOutput>,
+        flags: Arc<ConnFlags>,
+    },
+    /// Every complete command read in one go, plus the protocol error that ended the read, if
+    /// any (answered after the commands, then the connection closes, as Redis does).
+    Commands {
+        id: ClientId,
+        cmds: Vec<Vec<Bytes>>,
+        protocol_error: Option<String>,
+    },
+    Disconnect {
+        id: ClientId,
+    },
+    /// SIGTERM/SIGINT.
+    Signal {
+        name: &'static str,
+    },
+}
+
+/// The handle the network side keeps.
+#[derive(Clone)]
+pub struct ExecutorHandle {
+    pub tx: Sender<Request>,
+    pub limits: Arc<SharedLimits>,
+}
+
+/// All the state; lives on the executor thread.
+pub struct Executor {
+    pub ks: Keyspace,
+    pub server: ServerState,
+    touched: Vec<ClientId>,
+}
+
+/// Requests handled per turn before replies are released (bounds reply latency).
+const MAX_BATCH: usize = 4096;
+
+impl Executor {
+    pub fn new(config: Config) -> Self {
+        let databases = config.get_int("databases").max(1) as usize;
+        Executor { ks: Keyspace::new(databases), server: ServerState::new(config), touched: Vec::new() }
+    }
+
+    /// Starts the executor thread; it stops after SHUTDOWN or a signal, or when every sender
+    /// is gone.
+    pub fn spawn(config: Config) -> std::io::Result<(ExecutorHandle, std::thread::JoinHandle<()>)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let exec = Executor::new(config);
+        let limits = exec.server.limits.clone();
+        let join = std::thread::Builder::new().name("executor".into()).spawn(move || exec.run(rx))?;
+        Ok((ExecutorHandle { tx, limits }, join))
+    }
+
+    fn run(mut self, rx: Receiver<Request>) {
+        let mut next_cron = Instant::now();
+        loop {
+            let hz = self.server.config.get_int("hz").clamp(1, 500) as u64;
+            let wait = next_cron.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(req) => {
+                    self.handle(req);
+                    for _ in 1..MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(req) => self.handle(req),
+                            Err(_) => break,
+                        }
+                    }
+                    self.release_replies();
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if self.server.shutdown.is_some() {
+                self.shutdown();
+                return;
+            }
+            if Instant::now() >= next_cron {
+                self.cron(hz);
+                next_cron = Instant::now() + Duration::from_micros(1_000_000 / hz);
+            }
+        }
+    }
+
+    /// Handles one request (public so benches can drive the executor without sockets).
+    pub fn handle(&mut self, req: Request) {
+        match req {
+            Request::Connect { id, addr, laddr, tx, flags } => {
+                let authed = self.server.config.get("requirepass").is_empty();
+                self.server.stats.total_connections_received += 1;
+                self.server.clients.insert(id, Client::new(id, addr, laddr, tx, flags, authed));
+            }
+            Request::Disconnect { id } => {
+                self.server.clients.remove(&id);
+            }
+            Request::Commands { id, cmds, protocol_error } => {
+                let Some(mut client) = self.server.clients.remove(&id) else {
+                    return;
+                };
+                for args in &cmds {
+                    if client.close_after_reply {
+                        break;
+                    }
+                    let reply = self.execute(&mut client, args);
+                    if reply.is_error() {
+                        self.server.stats.total_error_replies += 1;
+                    }
+                    encode_reply(&reply, client.proto, &mut client.out);
+                }
+                if let Some(err) = protocol_error {
+                    encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
+                    client.close_after_reply = true;
+                }
+                client.last_interaction = Instant::now();
+                self.server.clients.insert(id, client);
+                self.touched.push(id);
+            }
+            Request::Signal { name } => {
+                log::warning(&format!("Received {name} scheduling shutdown..."));
+                self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });
+            }
+        }
+    }
+
+    /// Resolves, checks and runs one command: the one place where table flags drive the
+    /// generic checks (existence, arity, authentication).
+    pub fn execute(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
+        let cmd = match commands::resolve(args) {
+            Resolved::Found(cmd) => cmd,
+            Resolved::Unknown => return commands::unknown_command_error(args),
+            Resolved::UnknownSubcommand => return commands::unknown_subcommand_error(args),
+            Resolved::WrongArity(cmd) => return commands::wrong_arity_error(cmd),
+        };
+        if !client.authenticated && !cmd.has(Flag::NoAuth) {
+            return Reply::error("NOAUTH Authentication required.");
+        }
+        let start = Instant::now();
+        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: crate::clock::now_ms() };
+        let reply = commands::call(cmd, &mut ctx, args);
+        let elapsed = start.elapsed().as_micros() as u64;
+        client.last_cmd = cmd.name;
+        self.server.stats.total_commands_processed += 1;
+        if !cmd.has(Flag::SkipSlowlog) {
+            self.slowlog_record(client, args, elapsed);
+        }
+        reply
+    }
+
+    fn slowlog_record(&mut self, client: &Client, args: &[Bytes], duration_us: u64) {
+        let threshold = self.server.slowlog_threshold_us;
+        if threshold < 0 || (duration_us as i64) < threshold {
+            return;
+        }
+        // Like Redis: at most 32 arguments, each cut to 128 bytes.
+        let mut logged: Vec<Bytes> = Vec::with_capacity(args.len().min(32));
+        for (i, a) in args.iter().enumerate() {
+            if i == 31 && args.len() > 32 {
+                logged.push(Bytes::from(format!("... ({} more arguments)", args.len() - 31)));
+                break;
+            }
+            if a.len() > 128 {
+                logged.push(Bytes::from([&a[..128], format!("... ({} more bytes)", a.len() - 128).as_bytes()].concat()));
+            } else {
+                logged.push(a.clone());
+            }
+        }
+        let entry = SlowLogEntry {
+            id: self.server.slowlog_next_id,
+            time: crate::clock::now_ms() / 1000,
+            duration_us,
+            args: logged,
+            addr: client.addr.clone(),
+            name: client.name.clone().unwrap_or_default(),
+        };
+        self.server.slowlog_next_id += 1;
+        self.server.slowlog.push_front(entry);
+        let max = self.server.config.get_int("slowlog-max-len").max(0) as usize;
+        self.server.slowlog.truncate(max);
+    }
+
+    /// Sends every touched client its replies (one message each), and closes killed ones.
+    fn release_replies(&mut self) {
+        // Expiry deletions would be propagated here; nothing consumes them yet.
+        self.ks.expired.clear();
+        for id in std::mem::take(&mut self.touched) {
+            let Some(client) = self.server.clients.get_mut(&id) else { continue };
+            let out = std::mem::take(&mut client.out);
+            self.server.stats.net_output_bytes += out.len() as u64;
+            let msg = if client.close_after_reply { ClientOutput::Close(out) } else { ClientOutput::Replies(out) };
+            let _ = client.tx.send(msg);
+        }
+        for id in std::mem::take(&mut self.server.kill_list) {
+            if let Some(client) = self.server.clients.remove(&id) {
+                let _ = client.tx.send(ClientOutput::Close(Vec::new()));
+            }
+        }
+    }
+
+    /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
+    fn cron(&mut self, hz: u64) {
+        let budget_us = 250_000 / hz;
+        let now = crate::clock::now_ms();
+        let server = &mut self.server;
+        self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
+        // Nothing consumes expiry records yet but the log; keep the buffer from growing.
+        self.ks.expired.clear();
+    }
+
+    fn shutdown(&mut self) {
+        log::warning("User requested shutdown...");
+        for client in self.server.clients.values() {
+            let _ = client.tx.send(ClientOutput::Close(Vec::new()));
+        }
+        log::warning("Vermilion is now ready to exit, bye bye...");
+    }
+}

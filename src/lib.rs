@@ -1,0 +1,35 @@
+//! Vermilion: a Redis-compatible data server whose core promise is the durability of
+//! server-side Lua scripts.
+//!
+//! # Layout
+//!
+//! ```text
+//!  server (tokio: listeners, one task per connection, decode + write)
+//!     │  Request::Commands (a batch of argv)         ▲ ClientOutput::Replies (encoded bytes)
+//!     ▼                                              │
+//!  executor (one thread: owns Keyspace + ServerState, runs commands, cron)
+//!     │
+//!     ├── commands (table as data, dispatcher checks, one file per group)
+//!     ├── db (keyspace, values, expiry)        ├── state (clients, stats, slowlog)
+//!     └── protocol (RESP decode/encode)        └── config (parameters as data)
+//! ```
+//!
+//! See docs/ARCHITECTURE.md for the invariants.
+
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod db;
+pub mod executor;
+pub mod glob;
+pub mod log;
+pub mod protocol;
+pub mod server;
+pub mod state;
+pub mod util;
+
+/// The version reported in logs and INFO.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The Redis version we are compatible with (reported as `redis_version`).
+pub const REDIS_VERSION: &str = "7.0.15";

@@ -1,0 +1,64 @@
+//! The reply value every command produces, independent of the protocol version.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+/// A reply as the server means it; [`super::encode_reply`] renders it for RESP2 or RESP3.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`
+    Status(Cow<'static, str>),
+    /// `-ERR ...`: the full text after the dash, starting with its code word.
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(Bytes),
+    /// The null bulk string (`$-1` in RESP2, `_` in RESP3).
+    Nil,
+    /// The null array (`*-1` in RESP2, `_` in RESP3).
+    NilArray,
+    Array(Vec<Reply>),
+    /// A map in RESP3, a flat array of pairs in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// A set in RESP3, an array in RESP2.
+    Set(Vec<Reply>),
+    /// A double in RESP3, a bulk string in RESP2.
+    Double(f64),
+    /// `#t`/`#f` in RESP3, `:1`/`:0` in RESP2... except that Redis sends false as a null
+    /// in RESP2 where it came from Lua; callers choose.
+    Bool(bool),
+    /// A verbatim string (`=len\r\ntxt:...`) in RESP3, a bulk string in RESP2.
+    Verbatim(&'static str, Bytes),
+    /// A big number in RESP3, a bulk string in RESP2.
+    BigNumber(String),
+    /// An out-of-band push (`>`) in RESP3, an array in RESP2.
+    Push(Vec<Reply>),
+}
+
+impl Reply {
+    pub const OK: Reply = Reply::Status(Cow::Borrowed("OK"));
+
+    pub fn status(s: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(s))
+    }
+
+    pub fn error(s: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error(s.into())
+    }
+
+    pub fn bulk(b: &[u8]) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(b))
+    }
+
+    pub fn bulk_string(s: impl Into<String>) -> Reply {
+        Reply::Bulk(Bytes::from(s.into()))
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    pub fn from_opt_bytes(b: Option<&[u8]>) -> Reply {
+        b.map_or(Reply::Nil, Reply::bulk)
+    }
+}

@@ -1,0 +1,139 @@
+//! The network edge: tokio listeners and one task per connection.
+//!
+//! A connection task reads bytes, decodes every complete command in its buffer, sends them to
+//! the executor as one batch, waits for that batch's replies and writes them with one write.
+//! It reads nothing more while a batch is in flight, which bounds what a client that
+//! pipelines without reading can make the server hold.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::unbounded_channel;
+
+use crate::executor::{ExecutorHandle, Request};
+use crate::log;
+use crate::protocol::{DecodeLimits, RequestDecoder};
+use crate::state::{ClientOutput, ConnFlags};
+
+/// Accepts connections on every listener until the process ends.
+pub async fn serve(listeners: Vec<TcpListener>, exec: ExecutorHandle) {
+    let next_id = Arc::new(AtomicU64::new(1));
+    let mut tasks = Vec::new();
+    for listener in listeners {
+        let exec = exec.clone();
+        let next_id = next_id.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((sock, peer)) => {
+                        let id = next_id.fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(connection(sock, peer, id, exec.clone()));
+                    }
+                    Err(e) => {
+                        log::warning(&format!("Accepting client connection: {e}"));
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: ExecutorHandle) {
+    let limits = exec.limits.clone();
+    let connected = limits.connected.fetch_add(1, Ordering::Relaxed) + 1;
+    if connected > limits.maxclients.load(Ordering::Relaxed) {
+        let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+        limits.connected.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let _ = sock.set_nodelay(true);
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (tx, mut rx) = unbounded_channel();
+    let flags = Arc::new(ConnFlags::default());
+    let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone() };
+    if exec.tx.send(connect).is_ok() {
+        run_connection(&mut sock, id, &exec, &mut rx, &flags).await;
+    }
+    let _ = exec.tx.send(Request::Disconnect { id });
+    limits.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn run_connection(
+    sock: &mut TcpStream,
+    id: u64,
+    exec: &ExecutorHandle,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<ClientOutput>,
+    flags: &ConnFlags,
+) {
+    let (mut reader, mut writer) = sock.split();
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut decoder = RequestDecoder::new();
+    let mut waiting = false;
+    loop {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+        tokio::select! {
+            out = rx.recv() => {
+                match out {
+                    Some(ClientOutput::Replies(bytes)) => {
+                        waiting = false;
+                        if writer.write_all(&bytes).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(ClientOutput::Close(bytes)) => {
+                        let _ = writer.write_all(&bytes).await;
+                        let _ = writer.shutdown().await;
+                        return;
+                    }
+                    None => return,
+                }
+            }
+            read = reader.read_buf(&mut buf), if !waiting => {
+                match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let limits = DecodeLimits {
+                    max_bulk_len: exec.limits.proto_max_bulk_len.load(Ordering::Relaxed),
+                    unauthenticated: !flags.authenticated.load(Ordering::Relaxed),
+                };
+                let mut cmds = Vec::new();
+                let mut protocol_error = None;
+                loop {
+                    match decoder.decode(&mut buf, &limits) {
+                        Ok(Some(args)) => cmds.push(args),
+                        Ok(None) => break,
+                        Err(e) => {
+                            log::verbose(&format!("Protocol error ({}) from client: id={id}", e.0));
+                            protocol_error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                flags.qbuf.store(buf.len() as u64, Ordering::Relaxed);
+                if protocol_error.is_none() && buf.len() as u64 > exec.limits.client_query_buffer_limit.load(Ordering::Relaxed) {
+                    log::warning(&format!("Closing client that reached max query buffer length: id={id} (qbuf initial bytes: {:?})", String::from_utf8_lossy(&buf[..buf.len().min(64)])));
+                    return;
+                }
+                if cmds.is_empty() && protocol_error.is_none() {
+                    // Keep the buffer from growing by fits and starts on partial frames.
+                    continue;
+                }
+                waiting = true;
+                if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Server-wide state the executor owns and command handlers read and change: settings,
+//! connected clients, counters, the slow log. No I/O here.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::config::Config;
+use crate::protocol::ProtocolVersion;
+
+pub type ClientId = u64;
+
+/// What the executor sends a connection task.
+#[derive(Debug)]
+pub enum ClientOutput {
+    /// The encoded replies to one batch of commands, in order.
+    Replies(Vec<u8>),
+    /// Write these bytes, then close the connection.
+    Close(Vec<u8>),
+}
+
+/// Settings connection tasks need without asking the executor (atomics, updated by it).
+#[derive(Debug)]
+pub struct SharedLimits {
+    pub proto_max_bulk_len: AtomicI64,
+    pub client_query_buffer_limit: AtomicU64,
+    pub maxclients: AtomicU64,
+    pub connected: AtomicU64,
+}
+
+impl SharedLimits {
+    pub fn from_config(config: &Config) -> Self {
+        SharedLimits {
+            proto_max_bulk_len: AtomicI64::new(config.get_int("proto-max-bulk-len")),
+            client_query_buffer_limit: AtomicU64::new(config.get_int("client-query-buffer-limit") as u64),
+            maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
+            connected: AtomicU64::new(0),
+        }
+    }
+
+    pub fn refresh(&self, config: &Config) {
+        self.proto_max_bulk_len.store(config.get_int("proto-max-bulk-len"), Ordering::Relaxed);
+        self.client_query_buffer_limit.store(config.get_int("client-query-buffer-limit") as u64, Ordering::Relaxed);
+        self.maxclients.store(config.get_int("maxclients") as u64, Ordering::Relaxed);
+    }
+}
+
+/// Per-connection flags the connection task reads (the executor writes them).
+#[derive(Debug, Default)]
+pub struct ConnFlags {
+    /// False while a password is required and the client has not authenticated.
+    pub authenticated: AtomicBool,
+    /// Bytes waiting in the connection's query buffer (for CLIENT LIST `qbuf`).
+    pub qbuf: AtomicU64,
+}
+
+/// One connected client, as the executor sees it.
+pub struct Client {
+    pub id: ClientId,
+    pub addr: String,
+    pub laddr: String,
+    pub name: Option<Bytes>,
+    pub db: usize,
+    pub proto: ProtocolVersion,
+    pub authenticated: bool,
+    pub user: String,
+    pub created: Instant,
+    pub last_interaction: Instant,
+    /// The last command run, `container|sub` form, for CLIENT LIST `cmd=`.
+    pub last_cmd: &'static str,
+    /// Close the connection once this batch's replies are written (QUIT, protocol error).
+    pub close_after_reply: bool,
+    /// Replies accumulated during the current batch.
+    pub out: Vec<u8>,
+    pub tx: UnboundedSender<ClientOutput>,
+    pub flags: Arc<ConnFlags>,
+}
+
+impl Client {
+    pub fn new(
+        id: ClientId,
+        addr: String,
+        laddr: String,
+        tx: UnboundedSender<ClientOutput>,
+        flags: Arc<ConnFlags>,
+        authenticated: bool,
+    ) -> Self {
+        flags.authenticated.store(authenticated, Ordering::Relaxed);
+        let now = Instant::now();
+        Client {
+            id,
+            addr,
+            laddr,
+            name: None,
+            db: 0,
+            proto: ProtocolVersion::Resp2,
+            authenticated,
+            user: "default".into(),
+            created: now,
+            last_interaction: now,
+            last_cmd: "NULL",
+            close_after_reply: false,
+            out: Vec::new(),
+            tx,
+            flags,
+        }
+    }
+
+    pub fn set_authenticated(&mut self, yes: bool) {
+        self.authenticated = yes;
+        self.flags.authenticated.store(yes, Ordering::Relaxed);
+    }
+}
+
+/// One slow log entry.
+#[derive(Debug, Clone)]
+pub struct SlowLogEntry {
+    pub id: u64,
+    pub time: i64,
+    pub duration_us: u64,
+    pub args: Vec<Bytes>,
+    pub addr: String,
+    pub name: Bytes,
+}
+
+/// Counters INFO stats reports.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub rejected_connections: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub total_error_replies: u64,
+}
+
+/// Everything besides the keyspace that commands may look at or change.
+pub struct ServerState {
+    pub config: Config,
+    pub limits: Arc<SharedLimits>,
+    /// All clients but the one whose batch is running (it is taken out while it runs).
+    pub clients: HashMap<ClientId, Client>,
+    pub stats: Stats,
+    pub slowlog: VecDeque<SlowLogEntry>,
+    pub slowlog_next_id: u64,
+    /// Changes since the last save (Redis's `server.dirty`).
+    pub dirty: u64,
+    pub lastsave: i64,
+    pub started: Instant,
+    pub start_time_ms: i64,
+    pub run_id: String,
+    pub executable: String,
+    /// Set by SHUTDOWN: the executor finishes the batch, then stops.
+    pub shutdown: Option<ShutdownRequest>,
+    /// Clients to disconnect after this batch (CLIENT KILL).
+    pub kill_list: Vec<ClientId>,
+    pub rng_state: u64,
+    /// Cached from the config: the slow log threshold in µs (-1: disabled).
+    pub slowlog_threshold_us: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownRequest {
+    pub save: bool,
+}
+
+impl ServerState {
+    pub fn new(config: Config) -> Self {
+        let limits = Arc::new(SharedLimits::from_config(&config));
+        let now_ms = crate::clock::now_ms();
+        let mut seed = (now_ms as u64) ^ ((std::process::id() as u64) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+        let run_id: String = (0..40)
+            .map(|_| {
+                seed = xorshift(seed);
+                b"0123456789abcdef"[(seed % 16) as usize] as char
+            })
+            .collect();
+        let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
+        ServerState {
+            config,
+            limits,
+            clients: HashMap::new(),
+            stats: Stats::default(),
+            slowlog: VecDeque::new(),
+            slowlog_next_id: 0,
+            dirty: 0,
+            lastsave: now_ms / 1000,
+            started: Instant::now(),
+            start_time_ms: now_ms,
+            run_id,
+            executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            shutdown: None,
+            kill_list: Vec::new(),
+            rng_state: seed | 1,
+            slowlog_threshold_us,
+        }
+    }
+
+    /// A pseudo-random u64 (xorshift; for sampling, not for secrets).
+    pub fn random(&mut self) -> u64 {
+        self.rng_state = xorshift(self.rng_state);
+        self.rng_state
+    }
+
+    /// Re-reads the settings that are cached in typed form after a CONFIG SET.
+    pub fn config_changed(&mut self) {
+        self.limits.refresh(&self.config);
+        self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
+    }
+}
+
+fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}

@@ -1,0 +1,153 @@
+//! Number parsing and formatting with Redis's exact rules (shared by every command group).
+
+use std::os::raw::{c_char, c_int, c_longlong};
+
+extern "C" {
+    fn vm_string2d(s: *const c_char, len: usize, out: *mut f64) -> c_int;
+    fn vm_incrbyfloat(
+        base: *const c_char,
+        base_len: usize,
+        base_int: c_longlong,
+        base_is_int: c_int,
+        incr: *const c_char,
+        incr_len: usize,
+        out: *mut c_char,
+        out_len: usize,
+    ) -> c_int;
+    fn vm_fmt_g17(d: f64, out: *mut c_char, out_len: usize) -> c_int;
+}
+
+/// Redis's `string2ll`: an optional `-`, then digits with no leading zero, nothing else,
+/// within the range of i64.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+/// Redis's `string2d` (strtod, no leading space, no trailing garbage, no NaN).
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let mut out = 0f64;
+    // SAFETY: the helper reads exactly `len` bytes from `s` and writes one f64 to `out`.
+    let ok = unsafe { vm_string2d(s.as_ptr() as *const c_char, s.len(), &mut out) };
+    (ok == 1).then_some(out)
+}
+
+/// Formats a double as Redis replies it: `inf`/`-inf`, else `%.17g`.
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
+    let n = unsafe { vm_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    let n = (n.max(0) as usize).min(buf.len() - 1);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Why INCRBYFLOAT could not produce a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrFloatError {
+    BaseNotFloat,
+    IncrNotFloat,
+    NanOrInfinity,
+}
+
+/// The base of an INCRBYFLOAT: either an integer-encoded value or a string.
+pub enum FloatBase<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+/// INCRBYFLOAT/HINCRBYFLOAT arithmetic in long double, formatted as Redis does (`%.17Lf`,
+/// trailing zeros removed).
+pub fn incr_by_float(base: FloatBase<'_>, incr: &[u8]) -> Result<Vec<u8>, IncrFloatError> {
+    let mut out = vec![0u8; 5200];
+    let (ptr, len, int, is_int) = match base {
+        FloatBase::Int(n) => (std::ptr::null(), 0, n, 1),
+        FloatBase::Str(s) => (s.as_ptr() as *const c_char, s.len(), 0, 0),
+    };
+    // SAFETY: the helper reads the given lengths and writes at most `out.len()` bytes.
+    let n = unsafe {
+        vm_incrbyfloat(ptr, len, int, is_int, incr.as_ptr() as *const c_char, incr.len(), out.as_mut_ptr() as *mut c_char, out.len())
+    };
+    match n {
+        -1 => Err(IncrFloatError::BaseNotFloat),
+        -2 => Err(IncrFloatError::IncrNotFloat),
+        n if n < 0 => Err(IncrFloatError::NanOrInfinity),
+        n => {
+            out.truncate(n as usize);
+            Ok(out)
+        }
+    }
+}
+
+/// Appends the decimal form of `n`.
+pub fn i64_bytes(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// ASCII lowercase copy, for case-insensitive option matching.
+pub fn eq_ignore_case(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-0"), None);
+        assert_eq!(parse_i64(b"007"), None);
+        assert_eq!(parse_i64(b"+1"), None);
+        assert_eq!(parse_i64(b" 1"), None);
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+    }
+
+    #[test]
+    fn floats_like_libc() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"1x"), None);
+        assert_eq!(format_double(1.1), "1.1000000000000001");
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(incr_by_float(FloatBase::Str(b"0.1"), b"0.2").unwrap(), b"0.3");
+        assert_eq!(incr_by_float(FloatBase::Int(10), b"-10").unwrap(), b"0");
+        assert_eq!(incr_by_float(FloatBase::Str(b"abc"), b"1"), Err(IncrFloatError::BaseNotFloat));
+    }
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Generates src/commands/table.rs from tools/commands.txt and a running redis-server 7.0.
+
+Usage: redis-server --port 7777 --daemonize yes; python3 tools/gen_command_table.py 7777
+
+Redis describes its own commands (COMMAND INFO, COMMAND DOCS); taking arity, flags, key
+positions, ACL categories, tips and key specs from it keeps our table honest. Handlers are
+named `module::name` with `|` and `-` turned into `_` (Rust keywords get a trailing `_`).
+"""
+import socket
+import sys
+
+PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 7777
+KEYWORDS = {"type", "move", "copy_", "match", "ref"}
+
+
+def send(sock, *args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    sock.sendall(out)
+    return read(sock.makefile("rb"))
+
+
+def read(f):
+    line = f.readline()
+    t, rest = line[:1], line[1:-2]
+    if t == b"+":
+        return rest.decode()
+    if t == b"-":
+        raise RuntimeError(rest.decode())
+    if t == b":":
+        return int(rest)
+    if t == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)[:-2]
+        return data.decode()
+    if t == b"*":
+        n = int(rest)
+        return None if n < 0 else [read(f) for _ in range(n)]
+    raise RuntimeError("unexpected %r" % line)
+
+
+def pairs(lst):
+    return {lst[i]: lst[i + 1] for i in range(0, len(lst), 2)}
+
+
+def rust_str(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def doc(v):
+    if isinstance(v, int):
+        return "Doc::Int(%d)" % v
+    if isinstance(v, str):
+        return "Doc::Str(%s)" % rust_str(v)
+    if isinstance(v, list):
+        # Key-spec maps arrive as flat lists with string keys in even places.
+        if len(v) % 2 == 0 and v and all(isinstance(v[i], str) for i in range(0, len(v), 2)) and v[0] in (
+            "flags", "notes", "begin_search", "find_keys", "type", "spec", "index", "keyword",
+            "startfrom", "lastkey", "keystep", "limit", "keynumidx", "firstkey"):
+            return "Doc::Map(&[%s])" % ", ".join("(%s, %s)" % (rust_str(v[i]), doc(v[i + 1])) for i in range(0, len(v), 2))
+        return "Doc::Arr(&[%s])" % ", ".join(doc(x) for x in v)
+    raise RuntimeError(v)
+
+
+FLAGS = {
+    "write": "Write", "readonly": "ReadOnly", "denyoom": "DenyOom", "module": "Module", "admin": "Admin",
+    "pubsub": "PubSub", "noscript": "NoScript", "blocking": "Blocking", "loading": "Loading", "stale": "Stale",
+    "skip_monitor": "SkipMonitor", "skip_slowlog": "SkipSlowlog", "asking": "Asking", "fast": "Fast",
+    "no_auth": "NoAuth", "may_replicate": "MayReplicate", "no_mandatory_keys": "NoMandatoryKeys",
+    "allow_busy": "AllowBusy", "no_multi": "NoMulti", "movablekeys": "MovableKeys",
+    "no_async_loading": "NoAsyncLoading",
+}
+GROUPS = {
+    "generic": "Generic", "string": "String", "list": "List", "set": "Set", "sorted-set": "SortedSet",
+    "hash": "Hash", "pubsub": "PubSub", "transactions": "Transactions", "connection": "Connection",
+    "server": "Server", "scripting": "Scripting", "hyperloglog": "HyperLogLog", "cluster": "Cluster",
+    "geo": "Geo", "stream": "Stream", "bitmap": "Bitmap",
+}
+
+
+def handler_name(module, name):
+    fn = name.replace("|", "_").replace("-", "_")
+    if fn in ("type", "move", "match"):
+        fn += "_"
+    return "%s::%s" % (module, fn)
+
+
+def entry(sock, module, name, info, docs, subs, indent):
+    pad = " " * indent
+    (cname, arity, flags, first, last, step, acl, tips, key_specs, _subcmds) = info
+    d = pairs(docs) if docs else {}
+    flag_list = ", ".join("Flag::" + FLAGS[f] for f in flags)
+    lines = [
+        pad + "CommandSpec {",
+        pad + "    name: %s," % rust_str(cname),
+        pad + "    arity: %d," % arity,
+        pad + "    flags: &[%s]," % flag_list,
+        pad + "    first_key: %d," % first,
+        pad + "    last_key: %d," % last,
+        pad + "    key_step: %d," % step,
+        pad + "    acl: &[%s]," % ", ".join(rust_str(a) for a in acl),
+        pad + "    tips: &[%s]," % ", ".join(rust_str(t) for t in tips),
+        pad + "    key_specs: &[%s]," % ", ".join(doc(k) for k in key_specs),
+        pad + "    group: Group::%s," % GROUPS[d.get("group", "server")],
+        pad + "    summary: %s," % rust_str(d.get("summary", "")),
+        pad + "    since: %s," % rust_str(d.get("since", "")),
+        pad + "    complexity: %s," % rust_str(d.get("complexity", "")),
+        pad + "    doc_flags: &[%s]," % ", ".join(rust_str(f) for f in d.get("doc_flags", [])),
+    ]
+    if subs:
+        own = (module, cname) in WANTED
+        lines.append(pad + "    handler: %s," % (handler_name(module, cname) if own else "unknown_subcommand"))
+        lines.append(pad + "    subcommands: &[")
+        lines.extend(subs)
+        lines.append(pad + "    ],")
+    else:
+        lines.append(pad + "    handler: %s," % handler_name(module, cname))
+        lines.append(pad + "    subcommands: &[],")
+    lines.append(pad + "},")
+    return lines
+
+
+WANTED = set()
+
+
+def main():
+    wanted = []
+    for line in open("tools/commands.txt"):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            module, name = line.split()
+            wanted.append((module, name))
+            WANTED.add((module, name))
+    sock = socket.create_connection(("127.0.0.1", PORT))
+    tops = []
+    subs_of = {}
+    for module, name in wanted:
+        top = name.split("|")[0]
+        if top not in [t for _, t in tops]:
+            tops.append((module, top))
+        if "|" in name:
+            subs_of.setdefault(top, []).append((module, name))
+    out = [
+        "//! The command table: generated by tools/gen_command_table.py from tools/commands.txt and",
+        "//! redis-server 7.0's own COMMAND INFO/DOCS. Do not edit by hand: edit the list, regenerate.",
+        "#![cfg_attr(rustfmt, rustfmt_skip)]",
+        "",
+        "use super::spec::{CommandSpec, Doc, Flag, Group};",
+        "use super::{connection, introspection, keys, server, strings, CmdError, Ctx};",
+        "use crate::protocol::Reply;",
+        "use bytes::Bytes;",
+        "",
+        "/// The handler of a container command reached without a known subcommand.",
+        "fn unknown_subcommand(_: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {",
+        "    Ok(super::unknown_subcommand_error(args))",
+        "}",
+        "",
+        "pub static COMMANDS: &[CommandSpec] = &[",
+    ]
+    for module, top in tops:
+        info = send(sock, "COMMAND", "INFO", top)[0]
+        docs = send(sock, "COMMAND", "DOCS", top)
+        docs = pairs(docs)[top] if docs else None
+        sub_lines = []
+        if top in subs_of:
+            sub_infos = {s[0]: s for s in info[9]}
+            sub_docs = pairs(pairs(docs)["subcommands"]) if docs and "subcommands" in pairs(docs) else {}
+            for smodule, sname in subs_of[top]:
+                sub_lines.extend(entry(sock, smodule, sname, sub_infos[sname], sub_docs.get(sname), None, 12))
+        out.extend(entry(sock, module, top, info, docs, sub_lines, 4))
+    out.append("];")
+    open("src/commands/table.rs", "w").write("\n".join(out) + "\n")
+
+
+main()

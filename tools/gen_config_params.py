@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Generates src/config/params.rs: every parameter redis-server 7.0 knows, with its kind and
+default, so any redis.conf loads and CONFIG GET/SET answer for all of them.
+
+Usage: redis-cli -p PORT config get '*' | paste -d'\\t' - - | sort > /tmp/params.tsv
+       python3 tools/gen_config_params.py /tmp/params.tsv
+"""
+import sys
+
+ALIASES = {
+    "slaveof": "replicaof", "slave-announce-ip": "replica-announce-ip", "slave-announce-port": "replica-announce-port",
+    "slave-ignore-maxmemory": "replica-ignore-maxmemory", "slave-lazy-flush": "replica-lazy-flush",
+    "slave-priority": "replica-priority", "slave-read-only": "replica-read-only",
+    "slave-serve-stale-data": "replica-serve-stale-data", "min-slaves-max-lag": "min-replicas-max-lag",
+    "min-slaves-to-write": "min-replicas-to-write", "repl-ping-slave-period": "repl-ping-replica-period",
+    "lua-time-limit": "busy-reply-threshold", "hash-max-ziplist-entries": "hash-max-listpack-entries",
+    "hash-max-ziplist-value": "hash-max-listpack-value", "list-max-ziplist-size": "list-max-listpack-size",
+    "zset-max-ziplist-entries": "zset-max-listpack-entries", "zset-max-ziplist-value": "zset-max-listpack-value",
+    "cluster-slave-no-failover": "cluster-replica-no-failover",
+    "cluster-slave-validity-factor": "cluster-replica-validity-factor",
+}
+MEMORY = {"maxmemory", "proto-max-bulk-len", "client-query-buffer-limit", "repl-backlog-size",
+          "auto-aof-rewrite-min-size", "active-defrag-ignore-bytes", "maxmemory-clients", "stream-node-max-bytes",
+          "hll-sparse-max-bytes", "cluster-link-sendbuf-limit"}
+ENUMS = {
+    "appendfsync": ["everysec", "always", "no"],
+    "maxmemory-policy": ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
+                         "allkeys-lfu", "allkeys-random", "noeviction"],
+    "loglevel": ["debug", "verbose", "notice", "warning"],
+    "supervised": ["upstart", "systemd", "auto", "no"],
+    "repl-diskless-load": ["disabled", "on-empty-db", "swapdb"],
+    "shutdown-on-sigint": ["default", "save", "nosave", "now", "force"],
+    "shutdown-on-sigterm": ["default", "save", "nosave", "now", "force"],
+    "propagation-error-behavior": ["ignore", "panic", "panic-on-replicas"],
+    "enable-debug-command": ["no", "yes", "local"],
+    "enable-module-command": ["no", "yes", "local"],
+    "enable-protected-configs": ["no", "yes", "local"],
+    "cluster-preferred-endpoint-type": ["ip", "hostname", "unknown-endpoint"],
+    "oom-score-adj": ["no", "yes", "relative", "absolute"],
+    "acl-pubsub-default": ["allchannels", "resetchannels"],
+    "syslog-facility": ["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"],
+    "sanitize-dump-payload": ["no", "yes", "clients"],
+}
+RANGES = {"port": (0, 65535), "tls-port": (0, 65535), "databases": (1, 2147483647), "hz": (0, 2147483647),
+          "list-max-listpack-size": (-2147483648, 2147483647), "maxclients": (1, 2147483647),
+          "slowlog-log-slower-than": (-1, 9223372036854775807), "busy-reply-threshold": (0, 9223372036854775807),
+          "latency-monitor-threshold": (0, 9223372036854775807), "timeout": (0, 2147483647)}
+IMMUTABLE = {"databases", "daemonize", "io-threads", "io-threads-do-reads", "pidfile", "unixsocket",
+             "unixsocketperm", "logfile", "syslog-enabled", "syslog-ident", "syslog-facility", "supervised",
+             "cluster-enabled", "cluster-config-file", "aclfile", "always-show-logo", "disable-thp",
+             "enable-debug-command", "enable-module-command", "enable-protected-configs", "appenddirname",
+             "appendfilename", "tcp-backlog", "cluster-port", "set-proc-title", "proc-title-template",
+             "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings",
+             "jemalloc-bg-thread"}
+DEFAULTS = {"bind": "127.0.0.1 -::1", "daemonize": "no", "dir": "", "port": "6379",
+            "save": "3600 1 300 100 60 10000", "pidfile": "", "client-output-buffer-limit":
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
+
+
+def rs(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+rows = []
+for line in open(sys.argv[1]):
+    name, _, value = line.rstrip("\n").partition("\t")
+    if name in ALIASES:
+        continue
+    value = DEFAULTS.get(name, value)
+    if name in ENUMS:
+        kind = "Kind::Enum(&[%s])" % ", ".join(rs(v) for v in ENUMS[name])
+    elif name in MEMORY:
+        kind = "Kind::Memory"
+    elif value in ("yes", "no"):
+        kind = "Kind::Bool"
+    elif value.lstrip("-").isdigit() and name not in ("save",):
+        lo, hi = RANGES.get(name, (0 if not value.startswith("-") else -2147483648, 9223372036854775807))
+        kind = "Kind::Int(%d, %d)" % (lo, hi)
+    else:
+        kind = "Kind::Str"
+    aliases = [a for a, c in ALIASES.items() if c == name]
+    rows.append("    Param { name: %s, aliases: &[%s], kind: %s, default: %s, mutable: %s },"
+                % (rs(name), ", ".join(rs(a) for a in aliases), kind, rs(value), "false" if name in IMMUTABLE else "true"))
+
+out = ["//! Every configuration parameter redis-server 7.0 knows, with its kind and default.",
+       "//! Generated by tools/gen_config_params.py; edit that script, not this file.",
+       "",
+       "use super::{Kind, Param};",
+       "",
+       "#[rustfmt::skip]",
+       "pub static PARAMS: &[Param] = &["] + rows + ["];", ""]
+open("src/config/params.rs", "w").write("\n".join(out))
+print(len(rows), "params")
