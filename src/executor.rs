@@ -164,11 +164,11 @@ impl Executor {
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
             return Reply::error("NOAUTH Authentication required.");
         }
+        client.last_cmd = cmd.name;
         let start = Instant::now();
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: crate::clock::now_ms() };
         let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
-        client.last_cmd = cmd.name;
         self.server.stats.total_commands_processed += 1;
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);

@@ -1,62 +1,329 @@
-//! connection commands (stub).
+//! Connection commands: PING, ECHO, QUIT, SELECT, HELLO, AUTH, RESET and CLIENT.
+
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{CmdError, Ctx};
-use crate::protocol::Reply;
+use super::{arg_i64, help, help_reply, CmdError, Ctx};
+use crate::protocol::{ProtocolVersion, Reply};
+use crate::state::Client;
+use crate::util::eq_ignore_case;
 
-pub fn ping(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// PING [message]
+/// ```
+pub fn ping(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    match args.len() {
+        1 => Ok(Reply::status("PONG")),
+        2 => Ok(Reply::Bulk(args[1].clone())),
+        _ => Err(CmdError::other("ERR wrong number of arguments for 'ping' command")),
+    }
 }
 
-pub fn echo(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ECHO message
+/// ```
+pub fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Bulk(args[1].clone()))
 }
 
-pub fn quit(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// QUIT
+/// ```
+pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.client.close_after_reply = true;
+    Ok(Reply::OK)
 }
 
-pub fn select(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// SELECT index
+/// ```
+pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let index = arg_i64(&args[1])?;
+    if index < 0 || index as usize >= ctx.ks.dbs.len() {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    ctx.client.db = index as usize;
+    Ok(Reply::OK)
 }
 
-pub fn hello(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Checks a username/password pair against the default user (the only user until ACLs).
+fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    let required = ctx.server.config.get("requirepass");
+    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
 }
 
-pub fn auth(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// AUTH [username] password
+/// ```
+pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let (user, pass): (&[u8], &[u8]) = if args.len() == 2 { (b"default", &args[1]) } else { (&args[1], &args[2]) };
+    if args.len() == 2 && ctx.server.config.get("requirepass").is_empty() {
+        return Err(CmdError::other(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    }
+    if check_credentials(ctx, user, pass) {
+        ctx.client.set_authenticated(true);
+        ctx.client.user = String::from_utf8_lossy(user).into_owned();
+        Ok(Reply::OK)
+    } else {
+        Err(CmdError::other(WRONGPASS))
+    }
 }
 
-pub fn reset(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+/// ```
+pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mut proto = None;
+    if args.len() >= 2 {
+        let v =
+            crate::util::parse_i64(&args[1]).ok_or_else(|| CmdError::other("ERR Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::other("NOPROTO unsupported protocol version"));
+        }
+        proto = Some(if v == 3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 });
+    }
+    let mut auth: Option<(Bytes, Bytes)> = None;
+    let mut setname: Option<Bytes> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if eq_ignore_case(&args[i], "auth") && more >= 2 {
+            auth = Some((args[i + 1].clone(), args[i + 2].clone()));
+            i += 3;
+        } else if eq_ignore_case(&args[i], "setname") && more >= 1 {
+            setname = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Err(CmdError::Other(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])).into()));
+        }
+    }
+    if let Some((user, pass)) = &auth {
+        if !check_credentials(ctx, user, pass) {
+            return Err(CmdError::other(WRONGPASS));
+        }
+        ctx.client.set_authenticated(true);
+        ctx.client.user = String::from_utf8_lossy(user).into_owned();
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(name) = setname {
+        validate_client_name(&name)?;
+        ctx.client.name = (!name.is_empty()).then_some(name);
+    }
+    if let Some(p) = proto {
+        ctx.client.proto = p;
+    }
+    let version = if ctx.client.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
+    Ok(Reply::Map(vec![
+        (Reply::bulk(b"server"), Reply::bulk(b"redis")),
+        (Reply::bulk(b"version"), Reply::bulk(crate::REDIS_VERSION.as_bytes())),
+        (Reply::bulk(b"proto"), Reply::Int(version)),
+        (Reply::bulk(b"id"), Reply::Int(ctx.client.id as i64)),
+        (Reply::bulk(b"mode"), Reply::bulk(b"standalone")),
+        (Reply::bulk(b"role"), Reply::bulk(b"master")),
+        (Reply::bulk(b"modules"), Reply::Array(Vec::new())),
+    ]))
 }
 
-pub fn client_id(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// RESET
+/// ```
+pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let client = &mut *ctx.client;
+    client.db = 0;
+    client.proto = ProtocolVersion::Resp2;
+    client.name = None;
+    let authed = ctx.server.config.get("requirepass").is_empty();
+    client.set_authenticated(authed);
+    client.user = "default".into();
+    Ok(Reply::status("RESET"))
 }
 
-pub fn client_setname(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn validate_client_name(name: &[u8]) -> Result<(), CmdError> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::other("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
 }
 
-pub fn client_getname(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+pub fn client_id(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(ctx.client.id as i64))
 }
 
-pub fn client_list(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+pub fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    validate_client_name(&args[2])?;
+    ctx.client.name = (!args[2].is_empty()).then(|| args[2].clone());
+    Ok(Reply::OK)
 }
 
-pub fn client_info(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
-}
-
-pub fn client_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+pub fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(ctx.client.name.clone().map_or(Reply::Nil, Reply::Bulk))
 }
 
 pub fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+    Ok(help_reply(help::CLIENT))
+}
+
+/// One CLIENT LIST line, in Redis 7.0's field order.
+fn client_line(c: &Client) -> String {
+    let age = c.created.elapsed().as_secs();
+    let idle = c.last_interaction.elapsed().as_secs();
+    let qbuf = c.flags.qbuf.load(Ordering::Relaxed);
+    let name = c.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
+    let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
+    format!(
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
+        c.id,
+        c.addr,
+        c.laddr,
+        name,
+        age,
+        idle,
+        c.db,
+        qbuf,
+        16384u64.saturating_sub(qbuf),
+        16384 + qbuf + c.out.capacity() as u64,
+        c.last_cmd,
+        c.user,
+        resp
+    )
+}
+
+pub fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Verbatim("txt", Bytes::from(client_line(ctx.client))))
+}
+
+/// ```text
+/// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]
+/// ```
+pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut kind: Option<String> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if eq_ignore_case(&args[i], "type") && i + 1 < args.len() {
+            let t = String::from_utf8_lossy(&args[i + 1]).to_lowercase();
+            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+                return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into()));
+            }
+            kind = Some(t);
+            i += 2;
+        } else if eq_ignore_case(&args[i], "id") && i + 1 < args.len() {
+            let mut list = Vec::new();
+            for a in &args[i + 1..] {
+                match crate::util::parse_i64(a) {
+                    Some(n) if n > 0 => list.push(n as u64),
+                    _ => return Err(CmdError::other("ERR Invalid client ID")),
+                }
+            }
+            ids = Some(list);
+            i = args.len();
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let mut all: Vec<&Client> = ctx.server.clients.values().collect();
+    all.push(ctx.client);
+    all.sort_by_key(|c| c.id);
+    let mut text = String::new();
+    for c in all {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        if kind.as_deref().is_some_and(|k| k != "normal") {
+            continue;
+        }
+        text.push_str(&client_line(c));
+    }
+    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+}
+
+/// ```text
+/// CLIENT KILL ip:port
+/// CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [TYPE type] [USER name] [SKIPME yes|no]
+/// ```
+pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() == 3 {
+        // Old form: one address, +OK or an error.
+        let addr = &args[2][..];
+        if ctx.client.addr.as_bytes() == addr {
+            ctx.client.close_after_reply = true;
+            return Ok(Reply::OK);
+        }
+        let target = ctx.server.clients.values().find(|c| c.addr.as_bytes() == addr).map(|c| c.id);
+        return match target {
+            Some(id) => {
+                ctx.server.kill_list.push(id);
+                Ok(Reply::OK)
+            }
+            None => Err(CmdError::other("ERR No such client")),
+        };
+    }
+    if args.len() % 2 != 0 {
+        return Err(CmdError::Syntax);
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut user = None;
+    let mut kind = None;
+    let mut skipme = true;
+    for pair in args[2..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if eq_ignore_case(opt, "id") {
+            match crate::util::parse_i64(val) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(CmdError::other("ERR client-id should be greater than 0")),
+            }
+        } else if eq_ignore_case(opt, "addr") {
+            addr = Some(val.clone());
+        } else if eq_ignore_case(opt, "laddr") {
+            laddr = Some(val.clone());
+        } else if eq_ignore_case(opt, "user") {
+            user = Some(val.clone());
+        } else if eq_ignore_case(opt, "type") {
+            let t = String::from_utf8_lossy(val).to_lowercase();
+            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+                return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(val)).into()));
+            }
+            kind = Some(t);
+        } else if eq_ignore_case(opt, "skipme") {
+            if eq_ignore_case(val, "yes") {
+                skipme = true;
+            } else if eq_ignore_case(val, "no") {
+                skipme = false;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let matches = |c: &Client| {
+        id.is_none_or(|id| c.id == id)
+            && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == &a[..])
+            && laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == &a[..])
+            && user.as_ref().is_none_or(|u| c.user.as_bytes() == &u[..])
+            && kind.as_ref().is_none_or(|k| k == "normal")
+    };
+    let mut killed = 0;
+    let targets: Vec<u64> = ctx.server.clients.values().filter(|c| matches(c)).map(|c| c.id).collect();
+    for t in targets {
+        ctx.server.kill_list.push(t);
+        killed += 1;
+    }
+    if !skipme && matches(ctx.client) {
+        ctx.client.close_after_reply = true;
+        killed += 1;
+    }
+    Ok(Reply::Int(killed))
 }

@@ -7,6 +7,7 @@
 
 mod connection;
 mod error;
+mod help;
 mod introspection;
 mod keys;
 mod server;
@@ -141,4 +142,14 @@ pub fn call(cmd: &'static CommandSpec, ctx: &mut Ctx<'_>, args: &[Bytes]) -> Rep
         Ok(reply) => reply,
         Err(e) => e.into_reply(),
     }
+}
+
+/// A HELP reply: one status line per text line.
+pub fn help_reply(lines: &[&'static str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
+}
+
+/// Parses an integer argument with Redis's rules.
+pub fn arg_i64(arg: &[u8]) -> Result<i64, CmdError> {
+    crate::util::parse_i64(arg).ok_or(CmdError::NotInteger)
 }

@@ -1,9 +1,17 @@
 //! The value types a key can hold.
 
-/// A key's value. Strings for now; the other Redis types join as variants.
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use bytes::Bytes;
+
+/// A key's value. The collection types are plain containers until their commands arrive
+/// (the data-types issue gives them Redis's encodings and an ordered set).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrValue),
+    List(VecDeque<Bytes>),
+    Hash(HashMap<Bytes, Bytes>),
+    Set(HashSet<Bytes>),
 }
 
 /// A string value. `raw` remembers that it was modified in place (APPEND, SETRANGE), which
@@ -29,6 +37,9 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
         }
     }
 
@@ -44,6 +55,9 @@ impl Value {
                     "raw"
                 }
             }
+            Value::List(_) => "quicklist",
+            Value::Hash(_) => "hashtable",
+            Value::Set(_) => "hashtable",
         }
     }
 
@@ -51,6 +65,9 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
+            Value::List(l) => l.iter().map(|e| e.len() + 16).sum(),
+            Value::Hash(h) => h.iter().map(|(k, v)| k.len() + v.len() + 48).sum(),
+            Value::Set(s) => s.iter().map(|e| e.len() + 24).sum(),
         }
     }
 }

@@ -1,0 +1,214 @@
+//! Shared test support: start the real `vermilion-server` binary (or the real `redis-server`)
+//! on an ephemeral loopback port in its own temporary directory, and talk to it with the
+//! `redis` crate or raw bytes. Servers are killed when dropped.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server process.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+pub fn vermilion_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_vermilion-server"))
+}
+
+impl Server {
+    /// Starts vermilion-server with `--port <free> --dir <tmp>` plus `extra` arguments.
+    pub fn start(extra: &[&str]) -> Server {
+        Self::start_binary(&vermilion_bin(), extra)
+    }
+
+    /// Starts the real redis-server 7.0 the same way (no persistence).
+    pub fn start_redis(extra: &[&str]) -> Server {
+        let mut args = vec!["--save", "", "--appendonly", "no"];
+        args.extend_from_slice(extra);
+        Self::start_binary(Path::new("redis-server"), &args)
+    }
+
+    pub fn start_binary(bin: &Path, extra: &[&str]) -> Server {
+        let mut dir = tempfile::tempdir().expect("tempdir");
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(bin);
+            cmd.arg("--port").arg(port.to_string()).arg("--dir").arg(dir.path());
+            cmd.args(extra);
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+            let mut server = Server { child, port, dir };
+            if server.wait_ready(Duration::from_secs(10)) {
+                return server;
+            }
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+            dir = server.take_dir();
+        }
+        panic!("server {} did not start", bin.display());
+    }
+
+    fn take_dir(&mut self) -> tempfile::TempDir {
+        std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"))
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                if s.write_all(b"PING\r\n").is_ok() {
+                    let mut buf = [0u8; 64];
+                    if let Ok(n) = s.read(&mut buf) {
+                        if n > 0 {
+                            return true;
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).and_then(|c| c.get_connection()).expect("connect")
+    }
+
+    pub fn raw(&self) -> RawConn {
+        RawConn::connect(self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit by itself (e.g. after SHUTDOWN); true if it did.
+    pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw TCP connection: send bytes, read exact replies.
+pub struct RawConn {
+    pub stream: TcpStream,
+}
+
+impl RawConn {
+    pub fn connect(port: u16) -> RawConn {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        RawConn { stream }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Sends one command as a multibulk.
+    pub fn cmd(&mut self, args: &[&[u8]]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.send(&out);
+    }
+
+    /// Reads exactly one complete RESP reply (RESP2 or RESP3) and returns its raw bytes.
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.read_one(&mut out);
+        out
+    }
+
+    /// Reads until `n` bytes arrived.
+    pub fn read_exact_n(&mut self, n: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; n];
+        self.stream.read_exact(&mut buf).expect("read");
+        buf
+    }
+
+    /// Sends a command and returns its raw reply.
+    pub fn call(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.cmd(args);
+        self.read_reply()
+    }
+
+    /// True if the server closed the connection (reads EOF within the timeout).
+    pub fn is_closed(&mut self) -> bool {
+        let mut buf = [0u8; 1];
+        matches!(self.stream.read(&mut buf), Ok(0) | Err(_))
+    }
+
+    fn read_line(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
+        let mut line = Vec::new();
+        let mut b = [0u8; 1];
+        loop {
+            self.stream.read_exact(&mut b).expect("read line");
+            line.push(b[0]);
+            if line.ends_with(b"\r\n") {
+                break;
+            }
+        }
+        out.extend_from_slice(&line);
+        line
+    }
+
+    fn read_one(&mut self, out: &mut Vec<u8>) {
+        let line = self.read_line(out);
+        let body = &line[1..line.len() - 2];
+        let n: i64 = std::str::from_utf8(body).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        match line[0] {
+            b'$' | b'=' | b'!' if n >= 0 => {
+                let data = self.read_exact_n(n as usize + 2);
+                out.extend_from_slice(&data);
+            }
+            b'*' | b'~' | b'>' if n > 0 => {
+                for _ in 0..n {
+                    self.read_one(out);
+                }
+            }
+            b'%' | b'|' if n > 0 => {
+                for _ in 0..2 * n {
+                    self.read_one(out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
