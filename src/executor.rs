@@ -132,8 +132,10 @@ impl Executor {
                         break;
                     }
                     let reply = self.execute(&mut client, args);
-                    if reply.is_error() {
+                    if let Reply::Error(text) = &reply {
                         self.server.stats.total_error_replies += 1;
+                        let code = text.split(' ').next().unwrap_or("ERR").to_string();
+                        *self.server.stats.errors.entry(code).or_default() += 1;
                     }
                     encode_reply(&reply, client.proto, &mut client.out);
                 }
@@ -159,9 +161,13 @@ impl Executor {
             Resolved::Found(cmd) => cmd,
             Resolved::Unknown => return commands::unknown_command_error(args),
             Resolved::UnknownSubcommand => return commands::unknown_subcommand_error(args),
-            Resolved::WrongArity(cmd) => return commands::wrong_arity_error(cmd),
+            Resolved::WrongArity(cmd) => {
+                self.server.stats.commands.entry(cmd.name).or_default().rejected_calls += 1;
+                return commands::wrong_arity_error(cmd);
+            }
         };
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
+            self.server.stats.commands.entry(cmd.name).or_default().rejected_calls += 1;
             return Reply::error("NOAUTH Authentication required.");
         }
         client.last_cmd = cmd.name;
@@ -170,6 +176,12 @@ impl Executor {
         let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
         self.server.stats.total_commands_processed += 1;
+        let stat = self.server.stats.commands.entry(cmd.name).or_default();
+        stat.calls += 1;
+        stat.usec += elapsed;
+        if reply.is_error() {
+            stat.failed_calls += 1;
+        }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
         }
@@ -231,7 +243,9 @@ impl Executor {
         let budget_us = 250_000 / hz;
         let now = crate::clock::now_ms();
         let server = &mut self.server;
-        self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
+        if server.active_expire_enabled {
+            self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
+        }
         // Nothing consumes expiry records yet but the log; keep the buffer from growing.
         self.ks.expired.clear();
     }

@@ -136,6 +136,19 @@ pub struct Stats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub total_error_replies: u64,
+    /// Per command (`container|sub` names): calls, time, failures.
+    pub commands: HashMap<&'static str, CommandStat>,
+    /// Per error code word (`ERR`, `WRONGTYPE`...): count.
+    pub errors: HashMap<String, u64>,
+}
+
+/// INFO commandstats counters of one command.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommandStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
 }
 
 /// Everything besides the keyspace that commands may look at or change.
@@ -161,6 +174,8 @@ pub struct ServerState {
     pub rng_state: u64,
     /// Cached from the config: the slow log threshold in µs (-1: disabled).
     pub slowlog_threshold_us: i64,
+    /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
+    pub active_expire_enabled: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +212,7 @@ impl ServerState {
             kill_list: Vec::new(),
             rng_state: seed | 1,
             slowlog_threshold_us,
+            active_expire_enabled: true,
         }
     }
 

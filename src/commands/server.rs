@@ -1,58 +1,455 @@
-//! server commands (stub).
+//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SLOWLOG, SHUTDOWN, DEBUG.
+
+use std::fmt::Write as _;
 
 use bytes::Bytes;
 
-use super::{CmdError, Ctx};
+use super::{help, help_reply, CmdError, Ctx};
+use crate::config::{Config, SetError};
 use crate::protocol::Reply;
+use crate::state::ShutdownRequest;
+use crate::util::eq_ignore_case;
 
-pub fn info(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// The sections INFO prints with no argument, in Redis's order.
+const DEFAULT_SECTIONS: &[&str] =
+    &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+
+/// ```text
+/// INFO [section [section ...]]
+/// ```
+pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mut wanted: Vec<String> = Vec::new();
+    if args.len() == 1 {
+        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    for a in &args[1..] {
+        let s = String::from_utf8_lossy(a).to_lowercase();
+        match s.as_str() {
+            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+                wanted.extend(ALL_EXTRA.iter().map(|s| s.to_string()));
+            }
+            _ => wanted.push(s),
+        }
+    }
+    let order = [
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "modules",
+        "commandstats",
+        "errorstats",
+        "latencystats",
+        "cluster",
+        "keyspace",
+    ];
+    let mut text = String::new();
+    for section in order {
+        if !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        info_section(ctx, section, &mut text);
+    }
+    Ok(Reply::Verbatim("txt", Bytes::from(text)))
 }
 
-pub fn config_get(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{}B", n as u64)
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}G", n / (1024.0 * 1024.0 * 1024.0))
+    }
 }
 
-pub fn config_set(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Resident set size and CPU times of this process, from /proc.
+fn process_usage() -> (u64, f64, f64) {
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096);
+    let (user, sys) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.to_string();
+            let f: Vec<&str> = after.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? / 100.0, f.get(12)?.parse::<f64>().ok()? / 100.0))
+        })
+        .unwrap_or((0.0, 0.0));
+    (rss, user, sys)
 }
 
-pub fn config_resetstat(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
+    let s = &*ctx.server;
+    let uptime = s.started.elapsed().as_secs();
+    match section {
+        "server" => {
+            let _ = write!(
+                out,
+                "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\nvermilion_version:{}\r\n",
+                crate::REDIS_VERSION,
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                s.run_id,
+                s.config.get("port"),
+                crate::clock::now_us(),
+                uptime,
+                uptime / 86400,
+                s.config.get("hz"),
+                s.config.get("hz"),
+                (crate::clock::now_ms() / 1000) & ((1 << 24) - 1),
+                s.executable,
+                s.config.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                crate::VERSION,
+            );
+        }
+        "clients" => {
+            let _ = write!(
+                out,
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                s.clients.len() + 1,
+                s.config.get("maxclients")
+            );
+        }
+        "memory" => {
+            let (rss, _, _) = process_usage();
+            let used = ctx.ks.total_mem() as u64 + 1024 * 1024;
+            let maxmemory = s.config.get_int("maxmemory") as u64;
+            let _ = write!(
+                out,
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_vm_eval:31744\r\nused_memory_lua_human:31.00K\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nused_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                human_bytes(used),
+                human_bytes(rss),
+                human_bytes(used),
+                1024 * 1024,
+                1024 * 1024,
+                ctx.ks.total_mem(),
+                human_bytes(maxmemory),
+                s.config.get("maxmemory-policy"),
+                if used > 0 { rss as f64 / used as f64 } else { 0.0 },
+            );
+        }
+        "persistence" => {
+            let _ = write!(
+                out,
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                s.dirty, s.lastsave
+            );
+        }
+        "stats" => {
+            let st = &s.stats;
+            let _ = write!(
+                out,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:0.00\r\ninstantaneous_output_kbps:0.00\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\ntracking_total_prefixes:0\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
+                st.total_connections_received,
+                st.total_commands_processed,
+                st.net_input_bytes,
+                st.net_output_bytes,
+                st.rejected_connections,
+                ctx.ks.stats.expired_keys,
+                ctx.ks.stats.expire_cycle_time_us / 1000,
+                ctx.ks.stats.keyspace_hits,
+                ctx.ks.stats.keyspace_misses,
+                st.total_error_replies,
+            );
+        }
+        "replication" => {
+            let _ = write!(
+                out,
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                s.run_id,
+                s.config.get("repl-backlog-size")
+            );
+        }
+        "cpu" => {
+            let (_, user, sys) = process_usage();
+            let _ = write!(
+                out,
+                "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n"
+            );
+        }
+        "modules" => out.push_str("# Modules\r\n"),
+        "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+        "latencystats" => out.push_str("# Latencystats\r\n"),
+        "errorstats" => {
+            out.push_str("# Errorstats\r\n");
+            let mut errors: Vec<(&String, &u64)> = s.stats.errors.iter().collect();
+            errors.sort();
+            for (code, count) in errors {
+                let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+            }
+        }
+        "commandstats" => {
+            out.push_str("# Commandstats\r\n");
+            let mut cmds: Vec<_> = s.stats.commands.iter().collect();
+            cmds.sort_by_key(|(name, _)| *name);
+            for (name, st) in cmds {
+                let per = if st.calls > 0 { st.usec as f64 / st.calls as f64 } else { 0.0 };
+                let _ = write!(
+                    out,
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n",
+                    st.calls, st.usec, st.rejected_calls, st.failed_calls
+                );
+            }
+        }
+        "keyspace" => {
+            out.push_str("# Keyspace\r\n");
+            for (i, db) in ctx.ks.dbs.iter().enumerate() {
+                if !db.is_empty() {
+                    let _ = write!(out, "db{i}:keys={},expires={},avg_ttl=0\r\n", db.len(), db.volatile_len());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// ```text
+/// CONFIG GET parameter [parameter ...]
+/// ```
+pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mut pairs: Vec<(Reply, Reply)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for pattern in &args[2..] {
+        for (name, value) in ctx.server.config.matching(pattern) {
+            if seen.insert(name) {
+                pairs.push((Reply::bulk(name.as_bytes()), Reply::bulk_string(value)));
+            }
+        }
+    }
+    Ok(Reply::Map(pairs))
+}
+
+/// ```text
+/// CONFIG SET parameter value [parameter value ...]
+/// ```
+/// All or nothing: every pair is validated on a copy before any takes effect.
+pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() % 2 != 0 {
+        return Err(CmdError::other("ERR wrong number of arguments for 'config|set' command"));
+    }
+    let mut staged: Config = ctx.server.config.clone();
+    let mut names: Vec<&'static str> = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        let Some(param) = Config::param(&name) else {
+            return Err(CmdError::Other(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'").into()));
+        };
+        if names.contains(&param.name) {
+            return Err(CmdError::Other(
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter").into(),
+            ));
+        }
+        names.push(param.name);
+        let checked = match staged.set(&name, &value, false) {
+            Ok(()) => apply_check(param.name, &value),
+            Err(SetError::Unknown) => Err("Unknown option".into()),
+            Err(SetError::Invalid(reason)) => Err(reason),
+        };
+        if let Err(reason) = checked {
+            return Err(CmdError::Other(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}").into()));
+        }
+    }
+    ctx.server.config = staged;
+    for name in names {
+        apply(ctx, name);
+    }
+    ctx.server.config_changed();
+    Ok(Reply::OK)
+}
+
+/// Side-effect checks that can fail before anything is applied.
+fn apply_check(name: &str, value: &str) -> Result<(), String> {
+    if name == "dir" && !std::path::Path::new(value).is_dir() {
+        return Err("No such file or directory".into());
+    }
+    Ok(())
+}
+
+/// Effects of a changed parameter beyond its stored value.
+fn apply(ctx: &mut Ctx<'_>, name: &str) {
+    let config = &ctx.server.config;
+    match name {
+        "loglevel" | "logfile" => crate::log::configure(crate::log::Level::parse(config.get("loglevel")), config.get("logfile")),
+        "dir" => {
+            let _ = std::env::set_current_dir(config.get("dir"));
+        }
+        "requirepass" => {
+            // Like Redis, a new password does not log anyone out.
+        }
+        _ => {}
+    }
+}
+
+pub fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.stats = Default::default();
+    ctx.ks.stats = Default::default();
+    Ok(Reply::OK)
 }
 
 pub fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+    Ok(help_reply(help::CONFIG))
 }
 
+/// ```text
+/// TIME
+/// ```
 pub fn time(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+    let us = crate::clock::now_us();
+    Ok(Reply::Array(vec![Reply::bulk_string((us / 1_000_000).to_string()), Reply::bulk_string((us % 1_000_000).to_string())]))
 }
 
-pub fn lastsave(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// LASTSAVE
+/// ```
+pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(ctx.server.lastsave))
 }
 
-pub fn slowlog_get(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// SLOWLOG GET [count]
+/// ```
+pub fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let count = match args.get(2) {
+        None => 10,
+        Some(a) => match crate::util::parse_i64(a) {
+            Some(n) if n >= -1 => n,
+            _ => return Err(CmdError::other("ERR count should be greater than or equal to -1")),
+        },
+    };
+    let take = if count == -1 { usize::MAX } else { count as usize };
+    let entries = ctx
+        .server
+        .slowlog
+        .iter()
+        .take(take)
+        .map(|e| {
+            Reply::Array(vec![
+                Reply::Int(e.id as i64),
+                Reply::Int(e.time),
+                Reply::Int(e.duration_us as i64),
+                Reply::Array(e.args.iter().cloned().map(Reply::Bulk).collect()),
+                Reply::bulk_string(e.addr.clone()),
+                Reply::Bulk(e.name.clone()),
+            ])
+        })
+        .collect();
+    Ok(Reply::Array(entries))
 }
 
-pub fn slowlog_len(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+pub fn slowlog_len(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(ctx.server.slowlog.len() as i64))
 }
 
-pub fn slowlog_reset(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+pub fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.slowlog.clear();
+    Ok(Reply::OK)
 }
 
 pub fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+    Ok(help_reply(help::SLOWLOG))
 }
 
-pub fn shutdown(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// ```
+/// On success nothing is replied: the connection closes as the server exits.
+pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (mut save, mut nosave, mut abort) = (false, false, false);
+    for a in &args[1..] {
+        if eq_ignore_case(a, "nosave") {
+            nosave = true;
+        } else if eq_ignore_case(a, "save") {
+            save = true;
+        } else if eq_ignore_case(a, "now") || eq_ignore_case(a, "force") {
+        } else if eq_ignore_case(a, "abort") {
+            abort = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if (save && nosave) || (abort && args.len() > 2) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        return Err(CmdError::other("ERR No shutdown in progress."));
+    }
+    ctx.server.shutdown = Some(ShutdownRequest { save: !nosave });
+    ctx.client.close_after_reply = true;
+    Ok(Reply::NoReply)
 }
 
-pub fn debug(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | HELP
+/// ```
+/// Allowed per `enable-debug-command` (`local`, our default, means loopback clients only).
+pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let allowed = match ctx.server.config.get("enable-debug-command") {
+        "yes" => true,
+        "local" => ctx.client.addr.starts_with("127.") || ctx.client.addr.starts_with("[::1]"),
+        _ => false,
+    };
+    if !allowed {
+        return Err(CmdError::other("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
+    }
+    let sub = String::from_utf8_lossy(&args[1]).to_lowercase();
+    match (sub.as_str(), args.len()) {
+        ("sleep", 3) => {
+            let secs = crate::util::parse_f64(&args[2]).unwrap_or(0.0);
+            if secs > 0.0 && secs.is_finite() {
+                // Blocks the executor on purpose: that is what DEBUG SLEEP is for.
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+            }
+            Ok(Reply::OK)
+        }
+        ("set-active-expire", 3) => {
+            ctx.server.active_expire_enabled = crate::util::parse_i64(&args[2]).unwrap_or(1) != 0;
+            Ok(Reply::OK)
+        }
+        ("object", 3) => {
+            let db = ctx.db();
+            let Some(entry) = ctx.ks.db(db).peek(&args[2]) else {
+                return Err(CmdError::NoSuchKey);
+            };
+            Ok(Reply::Status(
+                format!(
+                    "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:0 lru_seconds_idle:0",
+                    entry.value.encoding(),
+                    entry.value.mem_usage()
+                )
+                .into(),
+            ))
+        }
+        ("help", _) => Ok(help_reply(&[
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "OBJECT <key>",
+            "    Show low level info about the key and associated value.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "HELP",
+            "    Prints this help.",
+        ])),
+        _ => Err(CmdError::Other(
+            crate::commands::sanitize(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", String::from_utf8_lossy(&args[1]))).into(),
+        )),
+    }
 }

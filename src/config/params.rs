@@ -63,7 +63,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "dir", aliases: &[], kind: Kind::Str, default: "", mutable: true },
     Param { name: "disable-thp", aliases: &[], kind: Kind::Bool, default: "yes", mutable: false },
     Param { name: "dynamic-hz", aliases: &[], kind: Kind::Bool, default: "yes", mutable: true },
-    Param { name: "enable-debug-command", aliases: &[], kind: Kind::Enum(&["no", "yes", "local"]), default: "no", mutable: false },
+    Param { name: "enable-debug-command", aliases: &[], kind: Kind::Enum(&["no", "yes", "local"]), default: "local", mutable: false },
     Param { name: "enable-module-command", aliases: &[], kind: Kind::Enum(&["no", "yes", "local"]), default: "no", mutable: false },
     Param { name: "enable-protected-configs", aliases: &[], kind: Kind::Enum(&["no", "yes", "local"]), default: "no", mutable: false },
     Param { name: "hash-max-listpack-entries", aliases: &["hash-max-ziplist-entries"], kind: Kind::Int(0, 9223372036854775807), default: "512", mutable: true },

@@ -76,6 +76,7 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
                 bulk(out, text);
             }
         }
+        Reply::NoReply => {}
         Reply::BigNumber(n) => {
             if resp3 {
                 line(out, b'(', n.as_bytes());

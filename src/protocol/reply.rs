@@ -33,6 +33,8 @@ pub enum Reply {
     BigNumber(String),
     /// An out-of-band push (`>`) in RESP3, an array in RESP2.
     Push(Vec<Reply>),
+    /// Nothing at all is sent (SHUTDOWN closes the connection without a reply).
+    NoReply,
 }
 
 impl Reply {
