@@ -162,12 +162,12 @@ impl Executor {
             Resolved::Unknown => return commands::unknown_command_error(args),
             Resolved::UnknownSubcommand => return commands::unknown_subcommand_error(args),
             Resolved::WrongArity(cmd) => {
-                self.server.stats.commands.entry(cmd.name).or_default().rejected_calls += 1;
+                self.server.stats.command(cmd.id).rejected_calls += 1;
                 return commands::wrong_arity_error(cmd);
             }
         };
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
-            self.server.stats.commands.entry(cmd.name).or_default().rejected_calls += 1;
+            self.server.stats.command(cmd.id).rejected_calls += 1;
             return Reply::error("NOAUTH Authentication required.");
         }
         client.last_cmd = cmd.name;
@@ -176,7 +176,7 @@ impl Executor {
         let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
         self.server.stats.total_commands_processed += 1;
-        let stat = self.server.stats.commands.entry(cmd.name).or_default();
+        let stat = self.server.stats.command(cmd.id);
         stat.calls += 1;
         stat.usec += elapsed;
         if reply.is_error() {
@@ -220,8 +220,9 @@ impl Executor {
         self.server.slowlog.truncate(max);
     }
 
-    /// Sends every touched client its replies (one message each), and closes killed ones.
-    fn release_replies(&mut self) {
+    /// Sends every touched client its replies (one message each), and closes killed ones
+    /// (public so benches can drive the executor without sockets).
+    pub fn release_replies(&mut self) {
         // Expiry deletions would be propagated here; nothing consumes them yet.
         self.ks.expired.clear();
         for id in std::mem::take(&mut self.touched) {

@@ -136,10 +136,20 @@ pub struct Stats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub total_error_replies: u64,
-    /// Per command (`container|sub` names): calls, time, failures.
-    pub commands: HashMap<&'static str, CommandStat>,
+    /// Per command id (see `CommandSpec::id`): calls, time, failures.
+    pub commands: Vec<CommandStat>,
     /// Per error code word (`ERR`, `WRONGTYPE`...): count.
     pub errors: HashMap<String, u64>,
+}
+
+impl Stats {
+    /// The counters of command `id`.
+    pub fn command(&mut self, id: usize) -> &mut CommandStat {
+        if id >= self.commands.len() {
+            self.commands.resize(id + 1, CommandStat::default());
+        }
+        &mut self.commands[id]
+    }
 }
 
 /// INFO commandstats counters of one command.

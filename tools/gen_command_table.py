@@ -93,10 +93,14 @@ def handler_name(module, name):
 def entry(sock, module, name, info, docs, subs, indent):
     pad = " " * indent
     (cname, arity, flags, first, last, step, acl, tips, key_specs, _subcmds) = info
+    global NEXT_ID
+    my_id = NEXT_ID
+    NEXT_ID += 1
     d = pairs(docs) if docs else {}
     flag_list = ", ".join("Flag::" + FLAGS[f] for f in flags)
     lines = [
         pad + "CommandSpec {",
+        pad + "    id: %d," % my_id,
         pad + "    name: %s," % rust_str(cname),
         pad + "    arity: %d," % arity,
         pad + "    flags: &[%s]," % flag_list,
@@ -126,6 +130,7 @@ def entry(sock, module, name, info, docs, subs, indent):
 
 
 WANTED = set()
+NEXT_ID = 0
 
 
 def main():
@@ -174,6 +179,9 @@ def main():
                 sub_lines.extend(entry(sock, smodule, sname, sub_infos[sname], sub_docs.get(sname), None, 12))
         out.extend(entry(sock, module, top, info, docs, sub_lines, 4))
     out.append("];")
+    out.append("")
+    out.append("/// Number of entries (commands and subcommands): ids are below this.")
+    out.append("pub const COMMAND_IDS: usize = %d;" % NEXT_ID)
     open("src/commands/table.rs", "w").write("\n".join(out) + "\n")
 
 

@@ -125,7 +125,7 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdE
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
 /// ```
 pub fn command_list(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let all = COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
+    let all = super::all_commands();
     let names: Vec<&'static str> = match args.len() {
         2 => all.map(|c| c.name).collect(),
         5 if eq_ignore_case(&args[2], "filterby") => {

@@ -17,7 +17,7 @@ mod table;
 
 pub use error::CmdError;
 pub use spec::{CommandSpec, Doc, Flag, Group};
-pub use table::COMMANDS;
+pub use table::{COMMANDS, COMMAND_IDS};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -134,6 +134,11 @@ pub fn sanitize(s: String) -> String {
     } else {
         s
     }
+}
+
+/// Every command and subcommand of the table.
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
 }
 
 /// Runs a resolved command's handler and maps its error.

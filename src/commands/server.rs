@@ -195,7 +195,9 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "commandstats" => {
             out.push_str("# Commandstats\r\n");
-            let mut cmds: Vec<_> = s.stats.commands.iter().collect();
+            let mut cmds: Vec<_> = super::all_commands()
+                .filter_map(|c| s.stats.commands.get(c.id).filter(|st| st.calls + st.rejected_calls > 0).map(|st| (c.name, st)))
+                .collect();
             cmds.sort_by_key(|(name, _)| *name);
             for (name, st) in cmds {
                 let per = if st.calls > 0 { st.usec as f64 / st.calls as f64 } else { 0.0 };

@@ -112,6 +112,8 @@ pub enum Doc {
 
 /// One command (or subcommand: `name` is then `container|sub`).
 pub struct CommandSpec {
+    /// Dense index over commands and subcommands (for per-command counters).
+    pub id: usize,
     pub name: &'static str,
     /// Redis's arity: N means exactly N arguments (name included), -N at least N.
     pub arity: i32,

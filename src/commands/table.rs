@@ -14,6 +14,7 @@ fn unknown_subcommand(_: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        id: 0,
         name: "ping",
         arity: -1,
         flags: &[Flag::Fast],
@@ -32,6 +33,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 1,
         name: "echo",
         arity: 2,
         flags: &[Flag::Loading, Flag::Stale, Flag::Fast],
@@ -50,6 +52,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 2,
         name: "quit",
         arity: -1,
         flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::NoAuth, Flag::AllowBusy],
@@ -68,6 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 3,
         name: "select",
         arity: 2,
         flags: &[Flag::Loading, Flag::Stale, Flag::Fast],
@@ -86,6 +90,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 4,
         name: "hello",
         arity: -1,
         flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::NoAuth, Flag::AllowBusy],
@@ -104,6 +109,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 5,
         name: "auth",
         arity: -2,
         flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::NoAuth, Flag::AllowBusy],
@@ -122,6 +128,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 6,
         name: "reset",
         arity: 1,
         flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::NoAuth, Flag::AllowBusy],
@@ -140,6 +147,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 14,
         name: "client",
         arity: -2,
         flags: &[],
@@ -157,6 +165,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: unknown_subcommand,
         subcommands: &[
             CommandSpec {
+                id: 7,
                 name: "client|id",
                 arity: 2,
                 flags: &[Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -175,6 +184,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 8,
                 name: "client|setname",
                 arity: 3,
                 flags: &[Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -193,6 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 9,
                 name: "client|getname",
                 arity: 2,
                 flags: &[Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -211,6 +222,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 10,
                 name: "client|list",
                 arity: -2,
                 flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -229,6 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 11,
                 name: "client|info",
                 arity: 2,
                 flags: &[Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -247,6 +260,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 12,
                 name: "client|kill",
                 arity: -3,
                 flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -265,6 +279,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 13,
                 name: "client|help",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -285,6 +300,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
     },
     CommandSpec {
+        id: 15,
         name: "swapdb",
         arity: 3,
         flags: &[Flag::Write, Flag::Fast],
@@ -303,6 +319,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 16,
         name: "get",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -321,6 +338,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 17,
         name: "set",
         arity: -3,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -339,6 +357,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 18,
         name: "setnx",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -357,6 +376,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 19,
         name: "setex",
         arity: 4,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -375,6 +395,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 20,
         name: "psetex",
         arity: 4,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -393,6 +414,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 21,
         name: "getset",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -411,6 +433,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 22,
         name: "getdel",
         arity: 2,
         flags: &[Flag::Write, Flag::Fast],
@@ -429,6 +452,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 23,
         name: "getex",
         arity: -2,
         flags: &[Flag::Write, Flag::Fast],
@@ -447,6 +471,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 24,
         name: "mget",
         arity: -2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -465,6 +490,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 25,
         name: "mset",
         arity: -3,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -483,6 +509,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 26,
         name: "msetnx",
         arity: -3,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -501,6 +528,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 27,
         name: "append",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -519,6 +547,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 28,
         name: "strlen",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -537,6 +566,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 29,
         name: "incr",
         arity: 2,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -555,6 +585,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 30,
         name: "decr",
         arity: 2,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -573,6 +604,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 31,
         name: "incrby",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -591,6 +623,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 32,
         name: "decrby",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -609,6 +642,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 33,
         name: "incrbyfloat",
         arity: 3,
         flags: &[Flag::Write, Flag::DenyOom, Flag::Fast],
@@ -627,6 +661,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 34,
         name: "getrange",
         arity: 4,
         flags: &[Flag::ReadOnly],
@@ -645,6 +680,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 35,
         name: "setrange",
         arity: 4,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -663,6 +699,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 36,
         name: "substr",
         arity: 4,
         flags: &[Flag::ReadOnly],
@@ -681,6 +718,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 37,
         name: "lcs",
         arity: -3,
         flags: &[Flag::ReadOnly],
@@ -699,6 +737,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 38,
         name: "del",
         arity: -2,
         flags: &[Flag::Write],
@@ -717,6 +756,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 39,
         name: "unlink",
         arity: -2,
         flags: &[Flag::Write, Flag::Fast],
@@ -735,6 +775,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 40,
         name: "exists",
         arity: -2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -753,6 +794,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 41,
         name: "type",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -771,6 +813,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 42,
         name: "touch",
         arity: -2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -789,6 +832,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 43,
         name: "expire",
         arity: -3,
         flags: &[Flag::Write, Flag::Fast],
@@ -807,6 +851,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 44,
         name: "pexpire",
         arity: -3,
         flags: &[Flag::Write, Flag::Fast],
@@ -825,6 +870,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 45,
         name: "expireat",
         arity: -3,
         flags: &[Flag::Write, Flag::Fast],
@@ -843,6 +889,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 46,
         name: "pexpireat",
         arity: -3,
         flags: &[Flag::Write, Flag::Fast],
@@ -861,6 +908,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 47,
         name: "ttl",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -879,6 +927,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 48,
         name: "pttl",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -897,6 +946,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 49,
         name: "expiretime",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -915,6 +965,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 50,
         name: "pexpiretime",
         arity: 2,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -933,6 +984,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 51,
         name: "persist",
         arity: 2,
         flags: &[Flag::Write, Flag::Fast],
@@ -951,6 +1003,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 52,
         name: "keys",
         arity: 2,
         flags: &[Flag::ReadOnly],
@@ -969,6 +1022,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 53,
         name: "scan",
         arity: -2,
         flags: &[Flag::ReadOnly],
@@ -987,6 +1041,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 54,
         name: "randomkey",
         arity: 1,
         flags: &[Flag::ReadOnly],
@@ -1005,6 +1060,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 55,
         name: "rename",
         arity: 3,
         flags: &[Flag::Write],
@@ -1023,6 +1079,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 56,
         name: "renamenx",
         arity: 3,
         flags: &[Flag::Write, Flag::Fast],
@@ -1041,6 +1098,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 57,
         name: "move",
         arity: 3,
         flags: &[Flag::Write, Flag::Fast],
@@ -1059,6 +1117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 58,
         name: "copy",
         arity: -3,
         flags: &[Flag::Write, Flag::DenyOom],
@@ -1077,6 +1136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 59,
         name: "dbsize",
         arity: 1,
         flags: &[Flag::ReadOnly, Flag::Fast],
@@ -1095,6 +1155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 60,
         name: "flushdb",
         arity: -1,
         flags: &[Flag::Write],
@@ -1113,6 +1174,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 61,
         name: "flushall",
         arity: -1,
         flags: &[Flag::Write],
@@ -1131,6 +1193,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 67,
         name: "object",
         arity: -2,
         flags: &[],
@@ -1148,6 +1211,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: unknown_subcommand,
         subcommands: &[
             CommandSpec {
+                id: 62,
                 name: "object|encoding",
                 arity: 3,
                 flags: &[Flag::ReadOnly],
@@ -1166,6 +1230,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 63,
                 name: "object|idletime",
                 arity: 3,
                 flags: &[Flag::ReadOnly],
@@ -1184,6 +1249,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 64,
                 name: "object|refcount",
                 arity: 3,
                 flags: &[Flag::ReadOnly],
@@ -1202,6 +1268,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 65,
                 name: "object|freq",
                 arity: 3,
                 flags: &[Flag::ReadOnly],
@@ -1220,6 +1287,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 66,
                 name: "object|help",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1240,6 +1308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
     },
     CommandSpec {
+        id: 68,
         name: "info",
         arity: -1,
         flags: &[Flag::Loading, Flag::Stale],
@@ -1258,6 +1327,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 73,
         name: "config",
         arity: -2,
         flags: &[],
@@ -1275,6 +1345,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: unknown_subcommand,
         subcommands: &[
             CommandSpec {
+                id: 69,
                 name: "config|get",
                 arity: -3,
                 flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -1293,6 +1364,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 70,
                 name: "config|set",
                 arity: -4,
                 flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -1311,6 +1383,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 71,
                 name: "config|resetstat",
                 arity: 2,
                 flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -1329,6 +1402,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 72,
                 name: "config|help",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1349,6 +1423,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
     },
     CommandSpec {
+        id: 74,
         name: "time",
         arity: 1,
         flags: &[Flag::Loading, Flag::Stale, Flag::Fast],
@@ -1367,6 +1442,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 75,
         name: "lastsave",
         arity: 1,
         flags: &[Flag::Loading, Flag::Stale, Flag::Fast],
@@ -1385,6 +1461,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 80,
         name: "slowlog",
         arity: -2,
         flags: &[],
@@ -1402,6 +1479,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: unknown_subcommand,
         subcommands: &[
             CommandSpec {
+                id: 76,
                 name: "slowlog|get",
                 arity: -2,
                 flags: &[Flag::Admin, Flag::Loading, Flag::Stale],
@@ -1420,6 +1498,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 77,
                 name: "slowlog|len",
                 arity: 2,
                 flags: &[Flag::Admin, Flag::Loading, Flag::Stale],
@@ -1438,6 +1517,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 78,
                 name: "slowlog|reset",
                 arity: 2,
                 flags: &[Flag::Admin, Flag::Loading, Flag::Stale],
@@ -1456,6 +1536,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 79,
                 name: "slowlog|help",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1476,6 +1557,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
     },
     CommandSpec {
+        id: 81,
         name: "shutdown",
         arity: -1,
         flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale, Flag::NoMulti, Flag::AllowBusy],
@@ -1494,6 +1576,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 82,
         name: "debug",
         arity: -2,
         flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale],
@@ -1512,6 +1595,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        id: 89,
         name: "command",
         arity: -1,
         flags: &[Flag::Loading, Flag::Stale],
@@ -1529,6 +1613,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: introspection::command,
         subcommands: &[
             CommandSpec {
+                id: 83,
                 name: "command|count",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1547,6 +1632,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 84,
                 name: "command|info",
                 arity: -2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1565,6 +1651,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 85,
                 name: "command|docs",
                 arity: -2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1583,6 +1670,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 86,
                 name: "command|getkeys",
                 arity: -4,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1601,6 +1689,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 87,
                 name: "command|list",
                 arity: -2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1619,6 +1708,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 subcommands: &[],
             },
             CommandSpec {
+                id: 88,
                 name: "command|help",
                 arity: 2,
                 flags: &[Flag::Loading, Flag::Stale],
@@ -1639,3 +1729,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
     },
 ];
+
+/// Number of entries (commands and subcommands): ids are below this.
+pub const COMMAND_IDS: usize = 90;
