@@ -1,0 +1,174 @@
+//! The server as an operator sees it: config file and command-line options, log lines on start
+//! and stop, SIGTERM, SHUTDOWN, INFO, CONFIG, SLOWLOG, CLIENT, DEBUG SLEEP and AUTH.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{vermilion_bin, Server};
+
+fn s(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn config_file_then_command_line_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("vermilion.conf");
+    let mut f = std::fs::File::create(&conf).unwrap();
+    writeln!(f, "# a comment\nmaxmemory 2mb\nslowlog-max-len 7\nsave 900 1\nsave 300 10\nhz 20\n").unwrap();
+    let conf_s = conf.to_str().unwrap().to_string();
+    let server = Server::start(&[&conf_s, "--hz", "15"]);
+    let mut raw = server.raw();
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"maxmemory"])), "*2\r\n$9\r\nmaxmemory\r\n$7\r\n2097152\r\n");
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"slowlog-max-len"])), "*2\r\n$15\r\nslowlog-max-len\r\n$1\r\n7\r\n");
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"save"])), "*2\r\n$4\r\nsave\r\n$15\r\n900 1 300 10\r\n".replace("$15", "$12"));
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"hz"])), "*2\r\n$2\r\nhz\r\n$2\r\n15\r\n");
+    let info = s(raw.call(&[b"INFO", b"server"]));
+    assert!(info.contains(&format!("config_file:{}", std::fs::canonicalize(&conf).unwrap().display())), "{info}");
+}
+
+#[test]
+fn bad_directive_is_fatal_with_redis_message() {
+    let out = Command::new(vermilion_bin()).args(["--port", "1", "--no-such-thing", "5"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FATAL CONFIG FILE ERROR") && err.contains("Bad directive or wrong number of arguments"), "{err}");
+}
+
+#[test]
+fn logs_on_start_and_sigterm_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = common::free_port();
+    let mut child = Command::new(vermilion_bin())
+        .args(["--port", &port.to_string(), "--dir", dir.path().to_str().unwrap(), "--logfile", log.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGTERM: clean exit with Redis-like lines.
+    unsafe_kill(child.id(), "TERM");
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exited after SIGTERM");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    for needle in [
+        &format!("pid={}", child.id()) as &str,
+        "Vermilion is starting",
+        &format!("port={port}"),
+        "Ready to accept connections",
+        "Received SIGTERM scheduling shutdown",
+        "ready to exit, bye bye",
+    ] {
+        assert!(text.contains(needle), "log lacks {needle:?}:\n{text}");
+    }
+}
+
+fn unsafe_kill(pid: u32, sig: &str) {
+    Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+}
+
+fn wait_timeout(child: &mut std::process::Child, t: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + t;
+    while Instant::now() < deadline {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn shutdown_command_ends_the_process_without_reply() {
+    let mut server = Server::start(&[]);
+    let mut raw = server.raw();
+    raw.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(raw.is_closed());
+    assert!(server.wait_exit(Duration::from_secs(10)));
+}
+
+#[test]
+fn quit_and_client_kill_close_connections() {
+    let server = Server::start(&[]);
+    let mut a = server.raw();
+    assert_eq!(a.call(&[b"QUIT"]), b"+OK\r\n");
+    assert!(a.is_closed());
+
+    let mut victim = server.raw();
+    assert_eq!(victim.call(&[b"CLIENT", b"SETNAME", b"victim"]), b"+OK\r\n");
+    let id = s(victim.call(&[b"CLIENT", b"ID"]));
+    let id = id.trim_start_matches(':').trim().to_string();
+    let mut killer = server.raw();
+    let list = s(killer.call(&[b"CLIENT", b"LIST"]));
+    assert!(list.contains("name=victim") && list.contains("cmd=client|list"), "{list}");
+    assert_eq!(killer.call(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]), b":1\r\n");
+    assert!(victim.is_closed());
+    assert_eq!(killer.call(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]), b":0\r\n");
+}
+
+#[test]
+fn auth_gates_commands() {
+    let server = Server::start(&["--requirepass", "sekret"]);
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&[b"PING"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(raw.call(&[b"AUTH", b"wrong"]), b"-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    assert_eq!(raw.call(&[b"AUTH", b"sekret"]), b"+OK\r\n");
+    assert_eq!(raw.call(&[b"PING"]), b"+PONG\r\n");
+    // Unauthenticated clients get Redis's tighter frame limits.
+    let mut other = server.raw();
+    other.send(b"*20\r\n");
+    assert_eq!(other.read_reply(), b"-ERR Protocol error: unauthenticated multibulk length\r\n");
+    assert!(other.is_closed());
+}
+
+#[test]
+fn slowlog_and_info() {
+    let server = Server::start(&["--slowlog-log-slower-than", "0"]);
+    let mut raw = server.raw();
+    raw.call(&[b"SLOWLOG", b"RESET"]);
+    raw.call(&[b"PING"]);
+    assert_eq!(raw.call(&[b"SLOWLOG", b"LEN"]), b":2\r\n");
+    let got = s(raw.call(&[b"SLOWLOG", b"GET", b"2"]));
+    assert!(got.contains("$4\r\nPING\r\n"), "{got}");
+    let info = s(raw.call(&[b"INFO"]));
+    for section in ["# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU", "# Keyspace"] {
+        assert!(info.contains(section), "INFO lacks {section}");
+    }
+    assert!(info.contains("redis_version:7.0.15") && info.contains("connected_clients:1"), "{info}");
+    // Two PINGs: the harness's readiness probe and ours.
+    let stats = s(raw.call(&[b"INFO", b"commandstats"]));
+    assert!(stats.contains("cmdstat_ping:calls=2,"), "{stats}");
+}
+
+#[test]
+fn debug_sleep_blocks_everyone_atomically() {
+    let server = Server::start(&[]);
+    let mut sleeper = server.raw();
+    let mut other = server.raw();
+    let start = Instant::now();
+    sleeper.cmd(&[b"DEBUG", b"SLEEP", b"0.3"]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(other.call(&[b"PING"]), b"+PONG\r\n");
+    assert!(start.elapsed() >= Duration::from_millis(280), "PING answered during DEBUG SLEEP");
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+}
+
+#[test]
+fn config_set_is_all_or_nothing() {
+    let server = Server::start(&[]);
+    let mut raw = server.raw();
+    assert_eq!(
+        s(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"10mb", b"appendonly", b"maybe"])),
+        "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - argument must be 'yes' or 'no'\r\n"
+    );
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"maxmemory"])), "*2\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n");
+    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"10mb", b"hz", b"50"]), b"+OK\r\n");
+    assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"maxmemory"])), "*2\r\n$9\r\nmaxmemory\r\n$8\r\n10485760\r\n");
+}
