@@ -149,6 +149,6 @@ mod tests {
         assert!(m("a*", "a"));
         assert!(m("*a*b*", "xxaxxbxx"));
         assert!(glob_match(b"HELLO", b"hello", true));
-        assert!(m("[", "") == false);
+        assert!(!m("[", ""));
     }
 }

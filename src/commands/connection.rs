@@ -268,7 +268,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             None => Err(CmdError::other("ERR No such client")),
         };
     }
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut id = None;

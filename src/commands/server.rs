@@ -241,7 +241,7 @@ pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
 /// ```
 /// All or nothing: every pair is validated on a copy before any takes effect.
 pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CmdError::other("ERR wrong number of arguments for 'config|set' command"));
     }
     let mut staged: Config = ctx.server.config.clone();

@@ -158,7 +158,7 @@ impl CommandSpec {
     /// True for commands whose output or effect depends on more than their arguments and
     /// the data (Redis 7's `nondeterministic_output` tip; the old `random` flag).
     pub fn is_random(&self) -> bool {
-        self.tips.iter().any(|t| *t == "nondeterministic_output")
+        self.tips.contains(&"nondeterministic_output")
     }
 
     /// The key positions in `args` (legacy first/last/step), for COMMAND GETKEYS.

@@ -238,7 +238,7 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
 
 fn validate_save(value: &str) -> Result<(), Reason> {
     let parts: Vec<&str> = value.split_whitespace().collect();
-    if parts.len() % 2 != 0 || parts.iter().any(|p| p.parse::<u64>().is_err()) {
+    if !parts.len().is_multiple_of(2) || parts.iter().any(|p| p.parse::<u64>().is_err()) {
         return Err("Invalid save parameters".into());
     }
     Ok(())
