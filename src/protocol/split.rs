@@ -4,6 +4,8 @@
 
 /// Splits `line` into arguments; `None` means unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // sdssplitargs reads a C string: a NUL byte ends the line.
+    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
     let mut args = Vec::new();
     let mut i = 0;
     let n = line.len();
@@ -115,5 +117,8 @@ mod tests {
         assert_eq!(s("\"abc"), None);
         assert_eq!(s("\"abc\"def"), None);
         assert_eq!(s(""), Some(vec![]));
+        // Found by the fuzzer: a NUL used to loop forever producing empty arguments.
+        assert_eq!(s(")\0x y"), Some(vec![")".into()]));
+        assert_eq!(s("\"a\0\""), None);
     }
 }
