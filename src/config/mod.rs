@@ -60,7 +60,23 @@ impl Config {
     }
 
     fn index(name: &str) -> Option<usize> {
-        params::PARAMS.iter().position(|p| p.name.eq_ignore_ascii_case(name) || p.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
+        static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> = std::sync::OnceLock::new();
+        let index = INDEX.get_or_init(|| {
+            let mut m = std::collections::HashMap::new();
+            for (i, p) in params::PARAMS.iter().enumerate() {
+                m.insert(p.name, i);
+                for a in p.aliases {
+                    m.insert(*a, i);
+                }
+            }
+            m
+        });
+        // Parameter names are lowercase; most lookups come from code and need no copy.
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            index.get(name.to_ascii_lowercase().as_str()).copied()
+        } else {
+            index.get(name).copied()
+        }
     }
 
     pub fn param(name: &str) -> Option<&'static Param> {
