@@ -61,6 +61,9 @@ pub struct Executor {
     pub ks: Keyspace,
     pub server: ServerState,
     touched: Vec<ClientId>,
+    /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
+    /// microseconds of each other, and the clock read is not free on every machine.
+    now_ms: i64,
 }
 
 /// Requests handled per turn before replies are released (bounds reply latency).
@@ -69,7 +72,7 @@ const MAX_BATCH: usize = 4096;
 impl Executor {
     pub fn new(config: Config) -> Self {
         let databases = config.get_int("databases").max(1) as usize;
-        Executor { ks: Keyspace::new(databases), server: ServerState::new(config), touched: Vec::new() }
+        Executor { ks: Keyspace::new(databases), server: ServerState::new(config), touched: Vec::new(), now_ms: crate::clock::now_ms() }
     }
 
     /// Starts the executor thread; it stops after SHUTDOWN or a signal, or when every sender
@@ -127,6 +130,7 @@ impl Executor {
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     return;
                 };
+                self.now_ms = crate::clock::now_ms();
                 for args in &cmds {
                     if client.close_after_reply {
                         break;
@@ -172,9 +176,13 @@ impl Executor {
         }
         client.last_cmd = cmd.name;
         let start = Instant::now();
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: crate::clock::now_ms() };
+        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
+        if elapsed >= 1000 {
+            // A slow command (DEBUG SLEEP, a big KEYS): the batch clock is stale now.
+            self.now_ms = crate::clock::now_ms();
+        }
         self.server.stats.total_commands_processed += 1;
         let stat = self.server.stats.command(cmd.id);
         stat.calls += 1;
@@ -208,7 +216,7 @@ impl Executor {
         }
         let entry = SlowLogEntry {
             id: self.server.slowlog_next_id,
-            time: crate::clock::now_ms() / 1000,
+            time: self.now_ms / 1000,
             duration_us,
             args: logged,
             addr: client.addr.clone(),
