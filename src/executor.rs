@@ -72,7 +72,10 @@ const MAX_BATCH: usize = 4096;
 impl Executor {
     pub fn new(config: Config) -> Self {
         let databases = config.get_int("databases").max(1) as usize;
-        Executor { ks: Keyspace::new(databases), server: ServerState::new(config), touched: Vec::new(), now_ms: crate::clock::now_ms() }
+        let mut ks = Keyspace::new(databases);
+        ks.lfu.log_factor = config.get_int("lfu-log-factor").max(0) as u64;
+        ks.lfu.decay_time = config.get_int("lfu-decay-time").max(0) as u64;
+        Executor { ks, server: ServerState::new(config), touched: Vec::new(), now_ms: crate::clock::now_ms() }
     }
 
     /// Starts the executor thread; it stops after SHUTDOWN or a signal, or when every sender

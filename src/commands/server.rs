@@ -272,6 +272,8 @@ pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
         apply(ctx, name);
     }
     ctx.server.config_changed();
+    ctx.ks.lfu.log_factor = ctx.server.config.get_int("lfu-log-factor").max(0) as u64;
+    ctx.ks.lfu.decay_time = ctx.server.config.get_int("lfu-decay-time").max(0) as u64;
     Ok(Reply::OK)
 }
 

@@ -12,12 +12,95 @@ pub use value::{StrValue, Value};
 
 use bytes::Bytes;
 
-/// One key's slot: its value, absolute expiry time in ms, and last access (LRU clock, s).
+/// Redis's LRU clock: seconds since the epoch, wrapping at 24 bits.
+pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+/// The initial LFU counter of a new key (Redis's `LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// The LRU clock at `now_ms`: what to pass as `lru` when creating an entry.
+pub fn lru_clock(now_ms: i64) -> u32 {
+    (now_ms.div_euclid(1000) as u64 & LRU_CLOCK_MAX as u64) as u32
+}
+
+/// One key's slot: its value, absolute expiry time in ms, and last access.
+///
+/// `lru` packs two things, like Redis's 24-bit `robj.lru` does one or the other: the low 24
+/// bits are the LRU clock of the last access ([`lru_clock`]), the high 8 bits the LFU
+/// counter XOR [`LFU_INIT_VAL`] (so a fresh `lru_clock(now)` means "counter 5", as a new
+/// Redis object has). Both are kept up to date on every touching lookup, whatever the
+/// maxmemory policy, so switching policies at runtime gives sensible values.
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub value: Value,
     pub expire_at: Option<i64>,
     pub lru: u32,
+}
+
+impl Entry {
+    /// A new entry, last accessed at `now_ms`, with the initial LFU counter.
+    pub fn new(value: Value, expire_at: Option<i64>, now_ms: i64) -> Entry {
+        Entry { value, expire_at, lru: lru_clock(now_ms) }
+    }
+
+    /// The LRU clock of the last access.
+    pub fn lru_secs(&self) -> u32 {
+        self.lru & LRU_CLOCK_MAX
+    }
+
+    /// Redis's `estimateObjectIdleTime`, in ms (second resolution).
+    pub fn idle_ms(&self, now_ms: i64) -> u64 {
+        let clock = lru_clock(now_ms) as u64;
+        let lru = self.lru_secs() as u64;
+        let secs = if clock >= lru { clock - lru } else { clock + (LRU_CLOCK_MAX as u64 - lru) };
+        secs * 1000
+    }
+
+    fn raw_counter(&self) -> u8 {
+        ((self.lru >> 24) as u8) ^ LFU_INIT_VAL
+    }
+
+    /// Redis's `LFUDecrAndReturn`: the LFU counter, decayed by one per `decay_minutes`
+    /// elapsed since the last access (no decay when `decay_minutes` is 0).
+    pub fn lfu_counter(&self, now_ms: i64, decay_minutes: u64) -> u8 {
+        let counter = self.raw_counter();
+        if decay_minutes == 0 {
+            return counter;
+        }
+        let now_s = now_ms.div_euclid(1000);
+        let last_s = now_s - (self.idle_ms(now_ms) / 1000) as i64;
+        let elapsed_min = (now_s.div_euclid(60) - last_s.div_euclid(60)).max(0) as u64;
+        let periods = elapsed_min / decay_minutes;
+        counter.saturating_sub(periods.min(255) as u8)
+    }
+
+    /// Records an access: the LRU clock, and the LFU counter decayed then incremented
+    /// logarithmically (Redis's `updateLFU` with `LFULogIncr`). `rand` is a uniform u64.
+    pub fn touch(&mut self, now_ms: i64, lfu: LfuParams, rand: u64) {
+        let mut counter = self.lfu_counter(now_ms, lfu.decay_time);
+        if counter < 255 {
+            let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+            let p = 1.0 / (base * lfu.log_factor as f64 + 1.0);
+            let r = (rand >> 11) as f64 / (1u64 << 53) as f64;
+            if r < p {
+                counter += 1;
+            }
+        }
+        self.lru = (((counter ^ LFU_INIT_VAL) as u32) << 24) | lru_clock(now_ms);
+    }
+}
+
+/// The LFU tuning Redis takes from `lfu-log-factor` and `lfu-decay-time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LfuParams {
+    pub log_factor: u64,
+    pub decay_time: u64,
+}
+
+impl Default for LfuParams {
+    fn default() -> Self {
+        LfuParams { log_factor: 10, decay_time: 1 }
+    }
 }
 
 /// One numbered database.
@@ -28,6 +111,9 @@ pub struct Db {
     volatile: KeyTable<()>,
     /// Approximate bytes held by keys and values, for INFO memory.
     mem: usize,
+    /// The LRU clock as of the latest lookup in this database: [`Db::insert`] uses it for
+    /// an entry created with `lru == 0` (callers that do not track access time).
+    clock: u32,
 }
 
 fn entry_mem(key: &[u8], entry: &Entry) -> usize {
@@ -60,8 +146,10 @@ impl Db {
         entry.expire_at.is_some_and(|at| at <= now_ms)
     }
 
-    /// Inserts or replaces `key`, with the given expiry.
+    /// Inserts or replaces `key`, with the given expiry. `lru` is the access data of the
+    /// new entry: normally `lru_clock(now)`; 0 means "the database's current clock".
     pub fn insert(&mut self, key: Bytes, value: Value, expire_at: Option<i64>, lru: u32) {
+        let lru = if lru == 0 { self.clock } else { lru };
         if let Some(old) = self.keys.get(&key) {
             self.mem -= entry_mem(&key, old);
         }
@@ -73,6 +161,22 @@ impl Db {
             self.volatile.remove(&key);
         }
         self.keys.insert(key, entry);
+    }
+
+    /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
+    /// RENAME and MOVE do with the object they carry over.
+    pub fn insert_entry(&mut self, key: Bytes, entry: Entry) {
+        let Entry { value, expire_at, lru } = entry;
+        self.insert(key, value, expire_at, lru);
+    }
+
+    /// The absolute expiry of `key` in ms, if it exists and has one (no expiry check).
+    pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
+        self.keys.get(key).and_then(|e| e.expire_at)
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.keys.contains_key(key)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
@@ -103,18 +207,38 @@ impl Db {
         true
     }
 
-    /// Runs `f` on the value of an existing key, keeping the memory account right.
+    /// Runs `f` on the entry of an existing key, keeping the memory account and the
+    /// volatile index right (`f` may change the value and the expiry).
     pub fn modify<R>(&mut self, key: &[u8], f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
         let entry = self.keys.get_mut(key)?;
         let before = entry.value.mem_usage();
+        let had_expire = entry.expire_at.is_some();
         let r = f(entry);
         let after = entry.value.mem_usage();
+        let has_expire = entry.expire_at.is_some();
         self.mem = self.mem + after - before;
+        if had_expire != has_expire {
+            if has_expire {
+                self.volatile.insert(Bytes::copy_from_slice(key), ());
+            } else {
+                self.volatile.remove(key);
+            }
+        }
         Some(r)
     }
 
-    pub fn clear(&mut self) {
+    /// Removes every key; returns how many there were.
+    pub fn clear(&mut self) -> usize {
+        let n = self.keys.len();
+        let clock = self.clock;
         *self = Db::default();
+        self.clock = clock;
+        n
+    }
+
+    /// Advances the clock [`Db::insert`] falls back on.
+    pub fn set_clock(&mut self, now_ms: i64) {
+        self.clock = lru_clock(now_ms);
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
@@ -153,6 +277,10 @@ pub struct Keyspace {
     pub stats: KeyspaceStats,
     /// Replicas never expire keys themselves; they only hide them.
     pub passive_expiry: bool,
+    /// LFU tuning used when lookups touch a key (the owner of the configuration keeps it
+    /// in step with `lfu-log-factor` and `lfu-decay-time`).
+    pub lfu: LfuParams,
+    rng: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -170,6 +298,26 @@ impl Keyspace {
             expired: Vec::new(),
             stats: KeyspaceStats::default(),
             passive_expiry: false,
+            lfu: LfuParams::default(),
+            rng: 0x2545_F491_4F6C_DD1D,
+        }
+    }
+
+    fn next_rand(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// Records an access to an existing entry (LRU clock and LFU counter).
+    fn touch(&mut self, db: usize, key: &[u8], now_ms: i64) {
+        let rand = self.next_rand();
+        let lfu = self.lfu;
+        if let Some(e) = self.dbs[db].keys.get_mut(key) {
+            e.touch(now_ms, lfu, rand);
         }
     }
 
@@ -183,6 +331,7 @@ impl Keyspace {
 
     /// Deletes `key` if its time has come; true if it is (now) logically absent.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        self.dbs[db].set_clock(now_ms);
         let Some(entry) = self.dbs[db].keys.get(key) else {
             return true;
         };
@@ -197,19 +346,36 @@ impl Keyspace {
         true
     }
 
-    /// Looks a key up for reading: expired keys are deleted (or hidden) first.
+    /// Looks a key up for reading (Redis's `lookupKeyRead`): expired keys are deleted (or
+    /// hidden) first, a hit or miss is counted, and the key's access time is updated.
     pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         if self.expire_if_needed(db, key, now_ms) {
+            self.stats.keyspace_misses += 1;
             return None;
         }
+        self.stats.keyspace_hits += 1;
+        self.touch(db, key, now_ms);
         self.dbs[db].keys.get(key)
     }
 
-    /// Looks a key up for writing (same expiry rule as [`Keyspace::get`]).
+    /// Like [`Keyspace::get`] but leaves the access time alone (Redis's `LOOKUP_NOTOUCH`,
+    /// used by TYPE, TTL, EXISTS, OBJECT...).
+    pub fn get_no_touch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        if self.expire_if_needed(db, key, now_ms) {
+            self.stats.keyspace_misses += 1;
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        self.dbs[db].keys.get(key)
+    }
+
+    /// Looks a key up for writing (Redis's `lookupKeyWrite`): same expiry rule as
+    /// [`Keyspace::get`], updates the access time, counts no hit or miss.
     pub fn get_mut(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         if self.expire_if_needed(db, key, now_ms) {
             return None;
         }
+        self.touch(db, key, now_ms);
         self.dbs[db].keys.get_mut(key)
     }
 
@@ -221,6 +387,9 @@ impl Keyspace {
     /// delete the expired ones, and repeat on a database while more than a quarter of the
     /// sample was expired, within `budget_us`. Returns the number of keys deleted.
     pub fn active_expire_cycle(&mut self, now_ms: i64, budget_us: u64, rng: &mut impl FnMut() -> u64) -> usize {
+        for db in &mut self.dbs {
+            db.set_clock(now_ms);
+        }
         if self.passive_expiry {
             return 0;
         }
@@ -257,13 +426,179 @@ impl Keyspace {
         deleted
     }
 
-    pub fn flush_all(&mut self) {
-        for db in &mut self.dbs {
-            db.clear();
+    /// Empties every database; returns how many keys there were.
+    pub fn flush_all(&mut self) -> usize {
+        self.dbs.iter_mut().map(|db| db.clear()).sum()
+    }
+
+    /// Exchanges the contents of two databases (SWAPDB); false if an index is out of range.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) -> bool {
+        if a >= self.dbs.len() || b >= self.dbs.len() {
+            return false;
+        }
+        self.dbs.swap(a, b);
+        true
+    }
+
+    /// A random key that is not expired (Redis's `dbRandomKey`): expired keys met on the
+    /// way are deleted. On a replica, where expired keys are only hidden, gives up after 100
+    /// tries when every key is volatile and returns a possibly expired key, as Redis does.
+    pub fn random_key(&mut self, db: usize, now_ms: i64, rng: &mut impl FnMut() -> u64) -> Option<Bytes> {
+        let all_volatile = self.dbs[db].len() == self.dbs[db].volatile_len();
+        let mut tries = 100;
+        loop {
+            let (key, volatile) = {
+                let (k, e) = self.dbs[db].random_entry(rng())?;
+                (k.clone(), e.expire_at.is_some())
+            };
+            if volatile {
+                if all_volatile && self.passive_expiry {
+                    tries -= 1;
+                    if tries == 0 {
+                        return Some(key);
+                    }
+                }
+                if self.expire_if_needed(db, &key, now_ms) {
+                    continue;
+                }
+            }
+            return Some(key);
         }
     }
 
     pub fn total_mem(&self) -> usize {
         self.dbs.iter().map(|d| d.mem_usage()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn memory_and_volatile_accounting() {
+        let mut db = Db::default();
+        db.insert(b("a"), Value::string("hello"), None, 0);
+        db.insert(b("b"), Value::string("world"), Some(T0 + 1000), 0);
+        assert_eq!(db.volatile_len(), 1);
+        // Replacing a volatile key with a persistent one drops it from the index.
+        db.insert(b("b"), Value::string("again"), None, 0);
+        assert_eq!(db.volatile_len(), 0);
+        assert!(db.set_expire(b"a", Some(T0)));
+        assert_eq!(db.volatile_len(), 1);
+        // modify may change the expiry too.
+        db.modify(b"a", |e| e.expire_at = None);
+        assert_eq!(db.volatile_len(), 0);
+        db.modify(b"b", |e| {
+            e.expire_at = Some(T0);
+            e.value = Value::string(vec![b'x'; 1000]);
+        });
+        assert_eq!(db.volatile_len(), 1);
+        let entry = db.remove(b"b").unwrap();
+        assert_eq!(db.volatile_len(), 0);
+        db.insert_entry(b("c"), entry);
+        assert_eq!((db.volatile_len(), db.expire_at(b"c")), (1, Some(T0)));
+        db.remove(b"a");
+        db.remove(b"c");
+        assert_eq!((db.mem_usage(), db.len(), db.volatile_len()), (0, 0, 0));
+        db.insert(b("d"), Value::string("v"), Some(T0), 0);
+        assert_eq!(db.clear(), 1);
+        assert_eq!((db.mem_usage(), db.len(), db.volatile_len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn idle_time_and_lfu_counter() {
+        let mut e = Entry::new(Value::string("v"), None, T0);
+        assert_eq!(e.idle_ms(T0 + 999), 0);
+        assert_eq!(e.idle_ms(T0 + 5_000), 5_000);
+        assert_eq!(e.lfu_counter(T0, 1), LFU_INIT_VAL);
+        // The first access always counts; the counter then grows logarithmically.
+        e.touch(T0 + 5_000, LfuParams::default(), u64::MAX);
+        assert_eq!((e.idle_ms(T0 + 5_000), e.lfu_counter(T0 + 5_000, 1)), (0, 6));
+        e.touch(T0 + 5_000, LfuParams::default(), u64::MAX);
+        assert_eq!(e.lfu_counter(T0 + 5_000, 1), 6, "p = 1/11 and r ~ 1: no increment");
+        e.touch(T0 + 5_000, LfuParams::default(), 0);
+        assert_eq!(e.lfu_counter(T0 + 5_000, 1), 7);
+        // One decrement per decay period (minutes) since the last access.
+        assert_eq!(e.lfu_counter(T0 + 5_000 + 3 * 60_000, 1), 4);
+        assert_eq!(e.lfu_counter(T0 + 5_000 + 3 * 60_000, 0), 7);
+        assert_eq!(e.lfu_counter(T0 + 5_000 + 600 * 60_000, 1), 0);
+        // The 24-bit clock wraps like Redis's.
+        let wrap = Entry { value: Value::string("v"), expire_at: None, lru: LRU_CLOCK_MAX - 1 };
+        let now = ((LRU_CLOCK_MAX as i64 + 1) * 7 + 3) * 1000;
+        assert_eq!(wrap.idle_ms(now), 4_000);
+    }
+
+    #[test]
+    fn lookups_touch_or_not() {
+        let mut ks = Keyspace::new(2);
+        ks.db_mut(0).insert(b("k"), Value::string("v"), None, lru_clock(T0));
+        ks.get_no_touch(0, b"k", T0 + 10_000);
+        assert_eq!(ks.db(0).peek(b"k").unwrap().idle_ms(T0 + 10_000), 10_000);
+        ks.get(0, b"k", T0 + 10_000);
+        assert_eq!(ks.db(0).peek(b"k").unwrap().idle_ms(T0 + 10_000), 0);
+        ks.get_mut(0, b"k", T0 + 20_000);
+        assert_eq!(ks.db(0).peek(b"k").unwrap().idle_ms(T0 + 20_000), 0);
+        assert_eq!((ks.stats.keyspace_hits, ks.stats.keyspace_misses), (2, 0));
+        assert!(ks.get(0, b"nope", T0).is_none());
+        assert_eq!(ks.stats.keyspace_misses, 1);
+        // An entry created with lru 0 takes the clock of the latest lookup.
+        ks.db_mut(0).insert(b("fresh"), Value::string("v"), None, 0);
+        assert_eq!(ks.db(0).peek(b"fresh").unwrap().idle_ms(T0 + 5_000), 5_000);
+    }
+
+    #[test]
+    fn expiry_swap_and_random_keys() {
+        let mut ks = Keyspace::new(3);
+        ks.db_mut(0).insert(b("old"), Value::string("v"), Some(T0 - 1), 0);
+        ks.db_mut(0).insert(b("live"), Value::string("v"), Some(T0 + 1000), 0);
+        ks.db_mut(0).insert(b("plain"), Value::string("v"), None, 0);
+        assert!(ks.get(0, b"old", T0).is_none());
+        assert_eq!(ks.expired, vec![(0, b("old"))]);
+        assert_eq!(ks.stats.expired_keys, 1);
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x
+        };
+        for _ in 0..50 {
+            let k = ks.random_key(0, T0 + 2000, &mut rng).unwrap();
+            assert_eq!(k, b("plain"), "an expired key was returned");
+        }
+        assert_eq!(ks.db(0).len(), 1);
+        assert!(ks.swap_dbs(0, 2));
+        assert!(ks.db(0).is_empty() && ks.db(2).len() == 1);
+        assert!(!ks.swap_dbs(0, 3));
+        assert!(ks.random_key(0, T0, &mut rng).is_none());
+        assert_eq!(ks.flush_all(), 1);
+    }
+
+    #[test]
+    fn active_expiry_empties_volatile_keys() {
+        let mut ks = Keyspace::new(1);
+        for i in 0..2000 {
+            ks.db_mut(0).insert(Bytes::from(format!("k{i}")), Value::string("v"), Some(T0), 0);
+        }
+        ks.db_mut(0).insert(b("keep"), Value::string("v"), None, 0);
+        let mut x = 7u64;
+        let mut rng = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut rounds = 0;
+        while ks.db(0).volatile_len() > 0 {
+            ks.active_expire_cycle(T0 + 1, 1_000_000, &mut rng);
+            rounds += 1;
+            assert!(rounds < 10);
+        }
+        assert_eq!((ks.db(0).len(), ks.db(0).mem_usage() > 0), (1, true));
     }
 }
