@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
-use crate::db::{lru_clock, StrValue, Value};
+use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::protocol::Reply;
 use crate::util::{incr_by_float, parse_i64, FloatBase, IncrFloatError};
 
@@ -46,13 +46,13 @@ fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
 /// Stores a fresh string value (copying key and value out of the request), as Redis's
 /// `setKey`/`dbAdd` do: a new object's access time is now, but under an LFU policy an
 /// overwritten key keeps its counter (`dbOverwrite`).
-fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, raw: bool, expire_at: Option<i64>) {
+fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
     let db = ctx.db();
     let mut lru = lru_clock(ctx.now_ms);
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, raw }), expire_at, lru);
+    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc }), expire_at, lru);
 }
 
 fn max_bulk_len(ctx: &Ctx<'_>) -> i128 {
@@ -152,7 +152,7 @@ fn set_generic(
         None
     };
     // A time already past is stored as is: the key then expires on its next access, as in Redis.
-    store(ctx, key, val.to_vec(), false, expire_at);
+    store(ctx, key, val.to_vec(), StrEncoding::Auto, expire_at);
     ctx.dirty(1);
     Ok(got.unwrap_or(ok_reply))
 }
@@ -199,7 +199,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
-    store(ctx, &args[1], args[2].to_vec(), false, None);
+    store(ctx, &args[1], args[2].to_vec(), StrEncoding::Auto, None);
     ctx.dirty(1);
     Ok(got)
 }
@@ -284,7 +284,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, Cm
         }
     }
     for pair in args[1..].chunks(2) {
-        store(ctx, &pair[0], pair[1].to_vec(), false, None);
+        store(ctx, &pair[0], pair[1].to_vec(), StrEncoding::Auto, None);
     }
     ctx.dirty((args.len() as u64 - 1) / 2);
     Ok(if nx { Reply::Int(1) } else { Reply::OK })
@@ -312,7 +312,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let len = match lookup_str(ctx, key, true)? {
         None => {
             // A new key holds the argument itself, encoded as SET would.
-            store(ctx, key, tail.to_vec(), false, None);
+            store(ctx, key, tail.to_vec(), StrEncoding::Auto, None);
             tail.len()
         }
         Some(s) => {
@@ -325,7 +325,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
                 .modify(key, |e| match &mut e.value {
                     Value::Str(s) => {
                         s.data.extend_from_slice(tail);
-                        s.raw = true;
+                        s.enc = StrEncoding::Raw;
                         s.data.len()
                     }
                     _ => 0,
@@ -354,9 +354,9 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
     let data = value.to_string().into_bytes();
     if exists {
         let db = ctx.db();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue::new(data)));
+        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::Auto }));
     } else {
-        store(ctx, key, data, false, None);
+        store(ctx, key, data, StrEncoding::Auto, None);
     }
     ctx.dirty(1);
     Ok(Reply::Int(value))
@@ -405,7 +405,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         Some(s) => {
             // An integer-encoded value is read as the integer, any other as a string.
             let base = match parse_i64(&s.data) {
-                Some(n) if !s.raw && s.data.len() <= 20 => FloatBase::Int(n),
+                Some(n) if s.is_int_encoded() => FloatBase::Int(n),
                 _ => FloatBase::Str(&s.data),
             };
             incr_by_float(base, &args[2]).map(|v| (true, v))
@@ -418,9 +418,9 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     let reply = Reply::bulk(&data);
     if exists {
         let db = ctx.db();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue::new(data)));
+        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::NotInt }));
     } else {
-        store(ctx, key, data, false, None);
+        store(ctx, key, data, StrEncoding::NotInt, None);
     }
     ctx.dirty(1);
     Ok(reply)
@@ -494,7 +494,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
                         s.data.resize(end, 0);
                     }
                     s.data[offset..end].copy_from_slice(value);
-                    s.raw = true;
+                    s.enc = StrEncoding::Raw;
                     s.data.len()
                 }
                 _ => 0,
@@ -503,7 +503,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     } else {
         let mut data = vec![0u8; end];
         data[offset..].copy_from_slice(value);
-        store(ctx, key, data, true, None);
+        store(ctx, key, data, StrEncoding::Raw, None);
         end
     };
     ctx.dirty(1);

@@ -8,7 +8,7 @@ mod table;
 mod value;
 
 pub use table::KeyTable;
-pub use value::{StrValue, Value};
+pub use value::{StrEncoding, StrValue, Value};
 
 use bytes::Bytes;
 

@@ -14,17 +14,34 @@ pub enum Value {
     Set(HashSet<Bytes>),
 }
 
-/// A string value. `raw` remembers that it was modified in place (APPEND, SETRANGE), which
-/// makes Redis report the `raw` encoding whatever the length.
+/// A string value and the encoding Redis would report for it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StrValue {
     pub data: Vec<u8>,
-    pub raw: bool,
+    pub enc: StrEncoding,
+}
+
+/// How OBJECT ENCODING names a string: Redis decides when the object is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StrEncoding {
+    /// Created from a client argument: `int` if it reads as one, else `embstr` up to 44
+    /// bytes, else `raw`.
+    #[default]
+    Auto,
+    /// Modified in place (APPEND, SETRANGE): always `raw`.
+    Raw,
+    /// Created from a float (INCRBYFLOAT): never `int`.
+    NotInt,
 }
 
 impl StrValue {
     pub fn new(data: Vec<u8>) -> Self {
-        StrValue { data, raw: false }
+        StrValue { data, enc: StrEncoding::Auto }
+    }
+
+    /// True when Redis would hold this value as an integer object.
+    pub fn is_int_encoded(&self) -> bool {
+        self.enc == StrEncoding::Auto && self.data.len() <= 20 && crate::util::parse_i64(&self.data).is_some()
     }
 }
 
@@ -47,9 +64,9 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => {
-                if !s.raw && s.data.len() <= 20 && crate::util::parse_i64(&s.data).is_some() {
+                if s.is_int_encoded() {
                     "int"
-                } else if !s.raw && s.data.len() <= 44 {
+                } else if s.enc != StrEncoding::Raw && s.data.len() <= 44 {
                     "embstr"
                 } else {
                     "raw"
