@@ -21,7 +21,8 @@ int vm_string2d(const char *s, size_t len, double *out) {
     buf[len] = '\0';
     errno = 0;
     double v = strtod(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    /* Consuming fewer than len bytes means an embedded NUL: not a number. */
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
         (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) ||
         isnan(v))
         return 0;
@@ -37,7 +38,7 @@ static int string2ld(const char *s, size_t len, long double *out) {
     buf[len] = '\0';
     errno = 0;
     long double v = strtold(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)) ||
         isnan(v))
         return 0;

@@ -144,6 +144,8 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"1x"), None);
+        assert_eq!(parse_f64(b"1\0"), None);
+        assert_eq!(incr_by_float(FloatBase::Str(b"1\0"), b"1"), Err(IncrFloatError::BaseNotFloat));
         assert_eq!(format_double(1.1), "1.1000000000000001");
         assert_eq!(format_double(3.0), "3");
         assert_eq!(incr_by_float(FloatBase::Str(b"0.1"), b"0.2").unwrap(), b"0.3");

@@ -113,7 +113,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.client.user = String::from_utf8_lossy(user).into_owned();
     }
     if !ctx.client.authenticated {
-        return Err(CmdError::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(CmdError::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(name) = setname {
         validate_client_name(&name)?;

@@ -227,6 +227,16 @@ pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
     let mut pairs: Vec<(Reply, Reply)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for pattern in &args[2..] {
+        // A plain name (no glob characters) is looked up directly and echoed as typed.
+        if !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
+            let name = String::from_utf8_lossy(pattern);
+            if let Some(param) = Config::param(&name) {
+                if seen.insert(param.name) {
+                    pairs.push((Reply::Bulk(pattern.clone()), Reply::bulk_string(ctx.server.config.get(param.name).to_string())));
+                }
+            }
+            continue;
+        }
         for (name, value) in ctx.server.config.matching(pattern) {
             if seen.insert(name) {
                 pairs.push((Reply::bulk(name.as_bytes()), Reply::bulk_string(value)));
@@ -242,7 +252,7 @@ pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
 /// All or nothing: every pair is validated on a copy before any takes effect.
 pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if !args.len().is_multiple_of(2) {
-        return Err(CmdError::other("ERR wrong number of arguments for 'config|set' command"));
+        return Err(CmdError::Syntax);
     }
     let mut staged: Config = ctx.server.config.clone();
     let mut names: Vec<&'static str> = Vec::new();

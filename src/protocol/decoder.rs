@@ -172,8 +172,10 @@ enum Header {
     Command(Vec<Bytes>),
 }
 
+/// `strchr` on Redis's NUL-terminated query buffer: a NUL byte hides everything after it, so
+/// a line with a NUL before its end is not complete until the length limit says otherwise.
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
+    haystack.iter().position(|&b| b == needle || b == 0).filter(|&i| haystack[i] == needle)
 }
 
 #[cfg(test)]
@@ -226,6 +228,8 @@ mod tests {
         assert_eq!(decode_all(b"*1\r\n$-5\r\n").1.unwrap().to_string(), "Protocol error: invalid bulk length");
         assert_eq!(decode_all(b"*1\r\n$999999999999\r\n").1.unwrap().to_string(), "Protocol error: invalid bulk length");
         assert_eq!(decode_all(b"set \"a\n").1.unwrap().to_string(), "Protocol error: unbalanced quotes in request");
+        // As in Redis, a NUL hides the line end: the line waits until it is too long.
+        assert_eq!(decode_all(b"ECHO a\0b\r\n"), (vec![], None));
         let long = vec![b'a'; PROTO_INLINE_MAX_SIZE + 1];
         assert_eq!(decode_all(&long).1.unwrap().to_string(), "Protocol error: too big inline request");
     }

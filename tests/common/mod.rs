@@ -3,6 +3,8 @@
 //! `redis` crate or raw bytes. Servers are killed when dropped.
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -43,8 +45,14 @@ impl Server {
         for _ in 0..5 {
             let port = free_port();
             let mut cmd = Command::new(bin);
+            // A config file, like redis-server's, must come first.
+            let (file, options) = match extra.first() {
+                Some(f) if !f.starts_with("--") => (Some(*f), &extra[1..]),
+                _ => (None, extra),
+            };
+            cmd.args(file);
             cmd.arg("--port").arg(port.to_string()).arg("--dir").arg(dir.path());
-            cmd.args(extra);
+            cmd.args(options);
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
             let mut server = Server { child, port, dir };

@@ -1,0 +1,129 @@
+//! The real `redis-cli` against vermilion-server: one-shot commands, commands fed on stdin,
+//! and `--pipe` mass insertion. Where the output format is redis-cli's business (errors,
+//! nils), the same invocation is also run against the real redis-server and compared.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::Server;
+
+fn cli(port: u16, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new("redis-cli")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redis-cli");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("redis-cli output");
+    writer.join().unwrap();
+    out
+}
+
+fn stdout(port: u16, args: &[&str], stdin: &[u8]) -> String {
+    let out = cli(port, args, stdin);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn one_shot_commands() {
+    let s = Server::start(&[]);
+    assert_eq!(stdout(s.port, &["PING"], b""), "PONG\n");
+    assert_eq!(stdout(s.port, &["SET", "k", "v"], b""), "OK\n");
+    assert_eq!(stdout(s.port, &["GET", "k"], b""), "v\n");
+    assert_eq!(stdout(s.port, &["SET", "k", "hello world"], b""), "OK\n");
+    assert_eq!(stdout(s.port, &["GET", "k"], b""), "hello world\n");
+    assert_eq!(stdout(s.port, &["APPEND", "k", "!"], b""), "12\n");
+    assert_eq!(stdout(s.port, &["EXISTS", "k", "nokey"], b""), "1\n");
+    assert_eq!(stdout(s.port, &["GET", "nokey"], b""), "\n");
+    assert_eq!(stdout(s.port, &["DBSIZE"], b""), "1\n");
+    assert_eq!(stdout(s.port, &["-n", "1", "DBSIZE"], b""), "0\n");
+    assert_eq!(stdout(s.port, &["ECHO", "a b"], b""), "a b\n");
+}
+
+/// Each invocation, against redis-server and against us, gives the same stdout.
+#[test]
+fn same_output_as_with_redis_server() {
+    let ours = Server::start(&[]);
+    let redis = Server::start_redis(&[]);
+    let cases: &[(&[&str], &[u8])] = &[
+        (&["SET", "k", "v"], b""),
+        (&["GET", "nokey"], b""),
+        (&["INCR", "k"], b""),
+        (&["NOSUCH", "x"], b""),
+        (&["GET"], b""),
+        (&["MSET", "a", "1", "b", "2"], b""),
+        (&["MGET", "a", "nokey", "b"], b""),
+        (&["KEYS", "nomatch*"], b""),
+        (&["CONFIG", "GET", "maxmemory"], b""),
+        (&["--no-raw", "GET", "k"], b""),
+        (&["--no-raw", "MGET", "a", "nokey"], b""),
+        (&["--no-raw", "INCR", "a"], b""),
+        (&["--no-raw", "INCR", "k"], b""),
+        (&["--no-raw", "KEYS", "nomatch*"], b""),
+        (&["-3", "GET", "nokey"], b""),
+        (&["-3", "--no-raw", "HELLO", "3"], b""),
+        (&[], b"SET a 1\nINCR a\nGET a\nINCR k\nGET nokey\nDEL a\n"),
+        (&[], b"SET q \"x y\"\nGET q\nECHO 'it''s'\n"),
+        (&["-x", "SET", "fromstdin"], b"payload\n"),
+        (&["GET", "fromstdin"], b""),
+    ];
+    let mut diffs = Vec::new();
+    for (args, input) in cases {
+        let a = cli(redis.port, args, input);
+        let b = cli(ours.port, args, input);
+        // HELLO's id differs between servers: compare without digits there.
+        let norm = |o: &Output| {
+            let s = String::from_utf8_lossy(&o.stdout).into_owned();
+            if args.contains(&"HELLO") {
+                s.chars().filter(|c| !c.is_ascii_digit()).collect()
+            } else {
+                s
+            }
+        };
+        if norm(&a) != norm(&b) || a.status.code() != b.status.code() {
+            diffs.push(format!(
+                "redis-cli {args:?} stdin {:?}:\n  redis: {:?} (exit {:?})\n  ours:  {:?} (exit {:?})",
+                String::from_utf8_lossy(input),
+                String::from_utf8_lossy(&a.stdout),
+                a.status.code(),
+                String::from_utf8_lossy(&b.stdout),
+                b.status.code()
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{} redis-cli outputs differ:\n{}", diffs.len(), diffs.join("\n"));
+}
+
+#[test]
+fn commands_on_stdin() {
+    let s = Server::start(&[]);
+    assert_eq!(stdout(s.port, &[], b"SET a 1\nINCR a\nGET a\n"), "OK\n2\n2\n");
+    assert_eq!(stdout(s.port, &[], b"SET b \"two words\"\nGET b\nSTRLEN b\nDEL a b\nEXISTS a b\n"), "OK\ntwo words\n9\n2\n0\n");
+}
+
+#[test]
+fn pipe_mass_insertion_100k() {
+    let s = Server::start(&[]);
+    let mut input = Vec::with_capacity(100_000 * 48);
+    for i in 0..100_000 {
+        let key = format!("key:{i}");
+        let val = format!("value:{i}");
+        input.extend_from_slice(format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{val}\r\n", key.len(), val.len()).as_bytes());
+    }
+    let out = cli(s.port, &["--pipe"], &input);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "redis-cli --pipe failed: {text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("errors: 0, replies: 100000"), "redis-cli --pipe summary: {text}");
+    assert_eq!(stdout(s.port, &["DBSIZE"], b""), "100000\n");
+    assert_eq!(stdout(s.port, &["GET", "key:99999"], b""), "value:99999\n");
+}
