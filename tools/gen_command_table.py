@@ -156,7 +156,7 @@ def main():
         "#![cfg_attr(rustfmt, rustfmt_skip)]",
         "",
         "use super::spec::{CommandSpec, Doc, Flag, Group};",
-        "use super::{connection, introspection, keys, server, strings, CmdError, Ctx};",
+        "use super::{bitmaps, connection, hashes, hll, introspection, keys, lists, server, sets, strings, zsets, CmdError, Ctx};",
         "use crate::protocol::Reply;",
         "use bytes::Bytes;",
         "",

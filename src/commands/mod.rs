@@ -5,15 +5,22 @@
 //! command's time) and the argument vector (name included, as Redis's argv), and returns
 //! `Result<Reply, CmdError>`; the error maps to Redis's code word in one place.
 
+mod access;
+mod bitmaps;
 mod connection;
 mod error;
+mod hashes;
 mod help;
+mod hll;
 mod introspection;
 mod keys;
+mod lists;
 mod server;
+mod sets;
 mod spec;
 mod strings;
 mod table;
+mod zsets;
 
 pub use error::CmdError;
 pub use spec::{CommandSpec, Doc, Flag, Group};

@@ -4,8 +4,12 @@
 //! Every deletion caused by expiry is recorded in `expired` so the executor can propagate it
 //! (to the log and replicas) as a `DEL`, the way Redis propagates expirations.
 
+pub mod hash;
+pub mod list;
+pub mod set;
 mod table;
 mod value;
+pub mod zset;
 
 pub use table::KeyTable;
 pub use value::{StrEncoding, StrValue, Value};
@@ -313,14 +317,6 @@ impl Keyspace {
     }
 
     /// Records an access to an existing entry (LRU clock and LFU counter).
-    fn touch(&mut self, db: usize, key: &[u8], now_ms: i64) {
-        let rand = self.next_rand();
-        let lfu = self.lfu;
-        if let Some(e) = self.dbs[db].keys.get_mut(key) {
-            e.touch(now_ms, lfu, rand);
-        }
-    }
-
     pub fn db(&self, index: usize) -> &Db {
         &self.dbs[index]
     }
@@ -346,37 +342,63 @@ impl Keyspace {
         true
     }
 
+    /// Finds a live key with one hash computation: deletes (or, on a replica, hides) it when
+    /// expired, and optionally updates its access time. Returns its dense position.
+    fn lookup(&mut self, db: usize, key: &[u8], now_ms: i64, touch: bool) -> Option<usize> {
+        self.dbs[db].set_clock(now_ms);
+        let pos = self.dbs[db].keys.position(key)?;
+        if Db::is_expired(self.dbs[db].keys.value_at(pos), now_ms) {
+            if !self.passive_expiry {
+                self.dbs[db].remove(key);
+                self.stats.expired_keys += 1;
+                self.expired.push((db, Bytes::copy_from_slice(key)));
+            }
+            return None;
+        }
+        if touch {
+            let rand = self.next_rand();
+            let lfu = self.lfu;
+            self.dbs[db].keys.value_at_mut(pos).touch(now_ms, lfu, rand);
+        }
+        Some(pos)
+    }
+
     /// Looks a key up for reading (Redis's `lookupKeyRead`): expired keys are deleted (or
     /// hidden) first, a hit or miss is counted, and the key's access time is updated.
     pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        if self.expire_if_needed(db, key, now_ms) {
-            self.stats.keyspace_misses += 1;
-            return None;
+        match self.lookup(db, key, now_ms, true) {
+            Some(pos) => {
+                self.stats.keyspace_hits += 1;
+                Some(self.dbs[db].keys.value_at(pos))
+            }
+            None => {
+                self.stats.keyspace_misses += 1;
+                None
+            }
         }
-        self.stats.keyspace_hits += 1;
-        self.touch(db, key, now_ms);
-        self.dbs[db].keys.get(key)
     }
 
     /// Like [`Keyspace::get`] but leaves the access time alone (Redis's `LOOKUP_NOTOUCH`,
     /// used by TYPE, TTL, EXISTS, OBJECT...).
     pub fn get_no_touch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        if self.expire_if_needed(db, key, now_ms) {
-            self.stats.keyspace_misses += 1;
-            return None;
+        match self.lookup(db, key, now_ms, false) {
+            Some(pos) => {
+                self.stats.keyspace_hits += 1;
+                Some(self.dbs[db].keys.value_at(pos))
+            }
+            None => {
+                self.stats.keyspace_misses += 1;
+                None
+            }
         }
-        self.stats.keyspace_hits += 1;
-        self.dbs[db].keys.get(key)
     }
 
     /// Looks a key up for writing (Redis's `lookupKeyWrite`): same expiry rule as
     /// [`Keyspace::get`], updates the access time, counts no hit or miss.
+    /// Changing the value through it bypasses memory accounting: use [`Db::modify`] for that.
     pub fn get_mut(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        if self.expire_if_needed(db, key, now_ms) {
-            return None;
-        }
-        self.touch(db, key, now_ms);
-        self.dbs[db].keys.get_mut(key)
+        let pos = self.lookup(db, key, now_ms, true)?;
+        Some(self.dbs[db].keys.value_at_mut(pos))
     }
 
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {

@@ -67,6 +67,20 @@ impl<V> KeyTable<V> {
         None
     }
 
+    /// The dense position of `key`, valid until the next insert or remove: lets a caller
+    /// look at and then change an entry with one hash computation.
+    pub fn position(&self, key: &[u8]) -> Option<usize> {
+        self.find(key, self.hash(key))
+    }
+
+    pub fn value_at(&self, index: usize) -> &V {
+        &self.entries[index].value
+    }
+
+    pub fn value_at_mut(&mut self, index: usize) -> &mut V {
+        &mut self.entries[index].value
+    }
+
     pub fn get(&self, key: &[u8]) -> Option<&V> {
         self.find(key, self.hash(key)).map(|i| &self.entries[i].value)
     }

@@ -1,17 +1,19 @@
 //! The value types a key can hold.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use super::hash::HashValue;
+use super::list::ListValue;
+use super::set::SetValue;
+use super::zset::ZSetValue;
 
-use bytes::Bytes;
-
-/// A key's value. The collection types are plain containers until their commands arrive
-/// (the data-types issue gives them Redis's encodings and an ordered set).
+/// A key's value. Each collection type lives in its own module, which owns its representation,
+/// its OBJECT ENCODING name and its (incrementally maintained) memory estimate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrValue),
-    List(VecDeque<Bytes>),
-    Hash(HashMap<Bytes, Bytes>),
-    Set(HashSet<Bytes>),
+    List(ListValue),
+    Hash(HashValue),
+    Set(SetValue),
+    ZSet(ZSetValue),
 }
 
 /// A string value and the encoding Redis would report for it.
@@ -57,6 +59,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -72,9 +75,10 @@ impl Value {
                     "raw"
                 }
             }
-            Value::List(_) => "quicklist",
-            Value::Hash(_) => "hashtable",
-            Value::Set(_) => "hashtable",
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -82,9 +86,10 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
-            Value::List(l) => l.iter().map(|e| e.len() + 16).sum(),
-            Value::Hash(h) => h.iter().map(|(k, v)| k.len() + v.len() + 48).sum(),
-            Value::Set(s) => s.iter().map(|e| e.len() + 24).sum(),
+            Value::List(l) => l.mem_usage(),
+            Value::Hash(h) => h.mem_usage(),
+            Value::Set(s) => s.mem_usage(),
+            Value::ZSet(z) => z.mem_usage(),
         }
     }
 }

@@ -1,0 +1,24 @@
+//! The set value type (placeholder until the data-types work gives it Redis's encodings).
+
+use std::collections::*;
+
+use bytes::Bytes;
+
+/// A set value. `mem` is kept up to date by every mutation so memory accounting is O(1).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SetValue {
+    pub items: HashSet<Bytes>,
+    pub mem: usize,
+}
+
+impl SetValue {
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        "hashtable"
+    }
+
+    /// Approximate heap bytes held (O(1)).
+    pub fn mem_usage(&self) -> usize {
+        self.mem
+    }
+}
