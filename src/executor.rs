@@ -93,7 +93,7 @@ impl Executor {
         loop {
             let hz = self.server.config.get_int("hz").clamp(1, 500) as u64;
             let wait = next_cron.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(wait) {
+            match Self::next_request(&rx, wait) {
                 Ok(req) => {
                     self.handle(req);
                     for _ in 1..MAX_BATCH {
@@ -116,6 +116,22 @@ impl Executor {
                 next_cron = Instant::now() + Duration::from_micros(1_000_000 / hz);
             }
         }
+    }
+
+    /// Waits for the next request. A short spin first: under load the next batch is usually
+    /// microseconds away, and a futex sleep plus wake-up costs more than that (VERMILION_SPIN
+    /// sets the number of polls, 0 disables).
+    fn next_request(rx: &Receiver<Request>, wait: Duration) -> Result<Request, RecvTimeoutError> {
+        static SPIN: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let spins = *SPIN.get_or_init(|| std::env::var("VERMILION_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+        for _ in 0..spins {
+            match rx.try_recv() {
+                Ok(req) => return Ok(req),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        rx.recv_timeout(wait)
     }
 
     /// Handles one request (public so benches can drive the executor without sockets).

@@ -116,6 +116,27 @@ impl Client {
     }
 }
 
+/// Client ids are assigned sequentially by the server, never chosen by a client: the id is
+/// its own hash.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// One slow log entry.
 #[derive(Debug, Clone)]
 pub struct SlowLogEntry {
@@ -166,7 +187,7 @@ pub struct ServerState {
     pub config: Config,
     pub limits: Arc<SharedLimits>,
     /// All clients but the one whose batch is running (it is taken out while it runs).
-    pub clients: HashMap<ClientId, Client>,
+    pub clients: HashMap<ClientId, Client, std::hash::BuildHasherDefault<IdHasher>>,
     pub stats: Stats,
     pub slowlog: VecDeque<SlowLogEntry>,
     pub slowlog_next_id: u64,
@@ -208,7 +229,7 @@ impl ServerState {
         ServerState {
             config,
             limits,
-            clients: HashMap::new(),
+            clients: HashMap::default(),
             stats: Stats::default(),
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,

@@ -58,8 +58,29 @@ impl Ctx<'_> {
 
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Result<Reply, CmdError>;
 
-fn index() -> &'static HashMap<&'static [u8], &'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+/// FNV-1a: the command index is a fixed set of names, so a keyed hash buys nothing there and
+/// the name is hashed on every command.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type CommandIndex = HashMap<&'static [u8], &'static CommandSpec, std::hash::BuildHasherDefault<Fnv>>;
+
+fn index() -> &'static CommandIndex {
+    static INDEX: OnceLock<CommandIndex> = OnceLock::new();
     INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect())
 }
 
