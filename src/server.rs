@@ -58,6 +58,7 @@ async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: Execut
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let (tx, mut rx) = unbounded_channel();
     let flags = Arc::new(ConnFlags::default());
+    flags.authenticated.store(!limits.auth_required.load(Ordering::Relaxed), Ordering::Relaxed);
     let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone() };
     if exec.tx.send(connect).is_ok() {
         run_connection(&mut sock, id, &exec, &mut rx, &flags).await;

@@ -30,6 +30,9 @@ pub struct SharedLimits {
     pub client_query_buffer_limit: AtomicU64,
     pub maxclients: AtomicU64,
     pub connected: AtomicU64,
+    /// Whether a password is set: a new connection starts unauthenticated only then, and the
+    /// connection task must know before its first read (it picks the frame limits).
+    pub auth_required: AtomicBool,
 }
 
 impl SharedLimits {
@@ -39,6 +42,7 @@ impl SharedLimits {
             client_query_buffer_limit: AtomicU64::new(config.get_int("client-query-buffer-limit") as u64),
             maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
             connected: AtomicU64::new(0),
+            auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
         }
     }
 
@@ -46,6 +50,7 @@ impl SharedLimits {
         self.proto_max_bulk_len.store(config.get_int("proto-max-bulk-len"), Ordering::Relaxed);
         self.client_query_buffer_limit.store(config.get_int("client-query-buffer-limit") as u64, Ordering::Relaxed);
         self.maxclients.store(config.get_int("maxclients") as u64, Ordering::Relaxed);
+        self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
     }
 }
 

@@ -1,74 +1,496 @@
-//! lists commands (stubs until implemented).
+//! List commands (the non-blocking ones): pushes, pops, ranges, LINSERT/LREM/LTRIM/LPOS,
+//! LMOVE/RPOPLPUSH and LMPOP, with redis-server 7.0's replies, errors and checking order.
 
 use bytes::Bytes;
 
-use super::{CmdError, Ctx};
+use super::access::{modify, modify_or_create, read};
+use super::{arg_i64, CmdError, Ctx};
+use crate::db::list::ListValue;
+use crate::db::Value;
 use crate::protocol::Reply;
 
-pub fn lpush(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn pick(v: &Value) -> Option<&ListValue> {
+    match v {
+        Value::List(l) => Some(l),
+        _ => None,
+    }
 }
 
-pub fn rpush(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn pick_mut(v: &mut Value) -> Option<&mut ListValue> {
+    match v {
+        Value::List(l) => Some(l),
+        _ => None,
+    }
 }
 
-pub fn lpushx(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn is_empty(l: &ListValue) -> bool {
+    l.is_empty()
 }
 
-pub fn rpushx(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn new_list() -> Value {
+    Value::List(ListValue::new())
 }
 
-pub fn lpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Compares an option the way `strcasecmp` on Redis's C string does (up to the first NUL).
+fn opt_is(arg: &[u8], name: &str) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    arg[..end].eq_ignore_ascii_case(name.as_bytes())
 }
 
-pub fn rpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Redis's `getRangeLongFromObjectOrReply`: an integer within `min..=max`, else `msg` (or the
+/// generic texts when `msg` is `None`).
+fn arg_range(arg: &[u8], min: i64, max: i64, msg: Option<&'static str>) -> Result<i64, CmdError> {
+    let err = |generic: CmdError| msg.map_or(generic, CmdError::other);
+    let v = crate::util::parse_i64(arg).ok_or_else(|| err(CmdError::NotInteger))?;
+    if v < min || v > max {
+        return Err(err(CmdError::Other(format!("ERR value is out of range, value must between {min} and {max}").into())));
+    }
+    Ok(v)
 }
 
-pub fn llen(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Which end of a list.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Head,
+    Tail,
 }
 
-pub fn lrange(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Redis's `getListPositionFromObjectOrReply`: LEFT or RIGHT.
+fn parse_end(arg: &[u8]) -> Result<End, CmdError> {
+    if opt_is(arg, "LEFT") {
+        Ok(End::Head)
+    } else if opt_is(arg, "RIGHT") {
+        Ok(End::Tail)
+    } else {
+        Err(CmdError::Syntax)
+    }
 }
 
-pub fn lindex(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn push(l: &mut ListValue, end: End, item: Bytes) {
+    match end {
+        End::Head => l.push_front(item),
+        End::Tail => l.push_back(item),
+    }
 }
 
-pub fn lset(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn pop(l: &mut ListValue, end: End) -> Option<Bytes> {
+    match end {
+        End::Head => l.pop_front(),
+        End::Tail => l.pop_back(),
+    }
 }
 
-pub fn linsert(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Pops up to `count` elements from `end`, in pop order.
+fn pop_many(l: &mut ListValue, end: End, count: u64) -> Vec<Reply> {
+    let n = (count.min(l.len() as u64)) as usize;
+    (0..n).filter_map(|_| pop(l, end)).map(Reply::Bulk).collect()
 }
 
-pub fn lrem(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Redis's `pushGenericCommand`.
+fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> Result<Reply, CmdError> {
+    let key = &args[1][..];
+    let items = &args[2..];
+    let f = |l: &mut ListValue| {
+        for item in items {
+            push(l, end, Bytes::copy_from_slice(item));
+        }
+        l.len()
+    };
+    let len = if xx {
+        match modify(ctx, key, pick_mut, is_empty, f)? {
+            Some(len) => len,
+            None => return Ok(Reply::Int(0)),
+        }
+    } else {
+        modify_or_create(ctx, key, pick_mut, is_empty, new_list, f)?
+    };
+    ctx.dirty(items.len() as u64);
+    Ok(Reply::Int(len as i64))
 }
 
-pub fn ltrim(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// LPUSH key element [element ...]
+/// ```
+pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    push_generic(ctx, args, End::Head, false)
 }
 
-pub fn lpos(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// RPUSH key element [element ...]
+/// ```
+pub fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    push_generic(ctx, args, End::Tail, false)
 }
 
-pub fn lmove(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// LPUSHX key element [element ...]
+/// ```
+pub fn lpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    push_generic(ctx, args, End::Head, true)
 }
 
-pub fn rpoplpush(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// RPUSHX key element [element ...]
+/// ```
+pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    push_generic(ctx, args, End::Tail, true)
 }
 
-pub fn lmpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Redis's `popGenericCommand`: one element as a bulk string, or with a count an array.
+fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        let name = String::from_utf8_lossy(&args[0]).to_lowercase();
+        return Err(CmdError::Other(format!("ERR wrong number of arguments for '{name}' command").into()));
+    }
+    let count = match args.get(2) {
+        Some(arg) => Some(arg_range(arg, 0, i64::MAX, Some("ERR value is out of range, must be positive"))? as u64),
+        None => None,
+    };
+    let key = &args[1][..];
+    let reply = modify(ctx, key, pick_mut, is_empty, |l| match count {
+        None => (pop(l, end).map_or(Reply::Nil, Reply::Bulk), 1),
+        Some(0) => (Reply::Array(Vec::new()), 0),
+        Some(n) => {
+            let items = pop_many(l, end, n);
+            let n = items.len() as u64;
+            (Reply::Array(items), n)
+        }
+    })?;
+    match reply {
+        None => Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil }),
+        Some((reply, n)) => {
+            ctx.dirty(n);
+            Ok(reply)
+        }
+    }
+}
+
+/// ```text
+/// LPOP key [count]
+/// ```
+pub fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    pop_generic(ctx, args, End::Head)
+}
+
+/// ```text
+/// RPOP key [count]
+/// ```
+pub fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    pop_generic(ctx, args, End::Tail)
+}
+
+/// ```text
+/// LLEN key
+/// ```
+pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(read(ctx, &args[1], pick)?.map_or(0, |l| l.len() as i64)))
+}
+
+/// Redis's range normalisation (LRANGE, LTRIM): `Some((start, end))` inclusive within the
+/// list, `None` for an empty range.
+fn normalize_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { len + start } else { start };
+    let mut end = if end < 0 { len + end } else { end };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= len {
+        return None;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    Some((start as usize, end as usize))
+}
+
+/// ```text
+/// LRANGE key start stop
+/// ```
+pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let start = arg_i64(&args[2])?;
+    let end = arg_i64(&args[3])?;
+    let Some(l) = read(ctx, &args[1], pick)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    Ok(Reply::Array(match normalize_range(start, end, l.len()) {
+        None => Vec::new(),
+        Some((s, e)) => l.range(s, e).map(|b| Reply::Bulk(b.clone())).collect(),
+    }))
+}
+
+/// A list index (negative from the tail) as a position, if within the list.
+fn position(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 { len + index } else { index };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+/// ```text
+/// LINDEX key index
+/// ```
+pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // Redis looks the key up before parsing the index.
+    let index = arg_i64(&args[2]);
+    let Some(l) = read(ctx, &args[1], pick)? else {
+        return Ok(Reply::Nil);
+    };
+    let index = index?;
+    Ok(position(index, l.len()).and_then(|i| l.get(i)).map_or(Reply::Nil, |b| Reply::Bulk(b.clone())))
+}
+
+/// ```text
+/// LSET key index element
+/// ```
+pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let key = &args[1][..];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
+        None => return Err(CmdError::NoSuchKey),
+        Some(false) => return Err(CmdError::WrongType),
+        Some(true) => {}
+    }
+    let index = arg_i64(&args[2])?;
+    let item = Bytes::copy_from_slice(&args[3]);
+    let done = modify(ctx, key, pick_mut, is_empty, |l| match position(index, l.len()) {
+        Some(i) => l.set(i, item),
+        None => false,
+    })?;
+    if done != Some(true) {
+        return Err(CmdError::other("ERR index out of range"));
+    }
+    ctx.dirty(1);
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// LINSERT key <BEFORE | AFTER> pivot element
+/// ```
+pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let after = if opt_is(&args[2], "AFTER") {
+        true
+    } else if opt_is(&args[2], "BEFORE") {
+        false
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    let (pivot, item) = (&args[3][..], &args[4][..]);
+    let r = modify(ctx, &args[1], pick_mut, is_empty, |l| {
+        let found = l.iter().position(|x| &x[..] == pivot);
+        match found {
+            Some(i) => {
+                l.insert(if after { i + 1 } else { i }, Bytes::copy_from_slice(item));
+                l.len() as i64
+            }
+            None => -1,
+        }
+    })?;
+    match r {
+        None => Ok(Reply::Int(0)),
+        Some(n) => {
+            if n > 0 {
+                ctx.dirty(1);
+            }
+            Ok(Reply::Int(n))
+        }
+    }
+}
+
+/// ```text
+/// LREM key count element
+/// ```
+pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let count = arg_i64(&args[2])?;
+    let elem = &args[3][..];
+    let limit = count.unsigned_abs();
+    let removed = modify(ctx, &args[1], pick_mut, is_empty, |l| {
+        let len = l.len();
+        // Mark the matches to remove, scanning from the chosen end.
+        let mut drop = vec![false; len];
+        let mut removed = 0u64;
+        let mut visit = |i: usize, x: &Bytes| {
+            if (limit == 0 || removed < limit) && &x[..] == elem {
+                drop[i] = true;
+                removed += 1;
+            }
+        };
+        if count < 0 {
+            for (i, x) in l.iter().enumerate().rev() {
+                visit(i, x);
+            }
+        } else {
+            for (i, x) in l.iter().enumerate() {
+                visit(i, x);
+            }
+        }
+        if removed > 0 {
+            l.retain(|i, _| !drop[i]);
+        }
+        removed
+    })?
+    .unwrap_or(0);
+    ctx.dirty(removed);
+    Ok(Reply::Int(removed as i64))
+}
+
+/// ```text
+/// LTRIM key start stop
+/// ```
+pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let start = arg_i64(&args[2])?;
+    let end = arg_i64(&args[3])?;
+    let removed = modify(ctx, &args[1], pick_mut, is_empty, |l| {
+        let len = l.len();
+        match normalize_range(start, end, len) {
+            None => {
+                l.keep_range(0, 0);
+                len
+            }
+            Some((s, e)) => {
+                l.keep_range(s, e + 1);
+                len - l.len()
+            }
+        }
+    })?;
+    if let Some(n) = removed {
+        ctx.dirty(n as u64);
+    }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+/// ```
+pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let elem = &args[2][..];
+    let (mut rank, mut count, mut maxlen) = (1i64, -1i64, 0i64);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = &args[j][..];
+        let more = j + 1 < args.len();
+        if opt_is(opt, "RANK") && more {
+            j += 1;
+            // Redis 7.0 takes any long here (RANK i64::MIN then negates to itself).
+            rank = arg_i64(&args[j])?;
+            if rank == 0 {
+                return Err(CmdError::other(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... \
+                     or use negative to start from the end of the list",
+                ));
+            }
+        } else if opt_is(opt, "COUNT") && more {
+            j += 1;
+            count = arg_range(&args[j], 0, i64::MAX, Some("ERR COUNT can't be negative"))?;
+        } else if opt_is(opt, "MAXLEN") && more {
+            j += 1;
+            maxlen = arg_range(&args[j], 0, i64::MAX, Some("ERR MAXLEN can't be negative"))?;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let from_tail = rank < 0;
+    // Signed arithmetic that wraps as Redis's does (i64::MIN stays negative: every match
+    // counts, and COUNT never stops the scan).
+    let rank = if from_tail { rank.wrapping_neg() } else { rank };
+    let Some(l) = read(ctx, &args[1], pick)? else {
+        return Ok(if count != -1 { Reply::Array(Vec::new()) } else { Reply::Nil });
+    };
+    let len = l.len();
+    let mut found = Vec::new();
+    let mut matches = 0i64;
+    let iter: Box<dyn Iterator<Item = &Bytes>> = if from_tail { Box::new(l.iter().rev()) } else { Box::new(l.iter()) };
+    for (index, x) in iter.enumerate() {
+        if maxlen != 0 && index as i64 >= maxlen {
+            break;
+        }
+        if &x[..] != elem {
+            continue;
+        }
+        matches += 1;
+        if matches >= rank {
+            found.push(if from_tail { len - index - 1 } else { index } as i64);
+            if count == -1 || (count != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= count) {
+                break;
+            }
+        }
+    }
+    if count == -1 {
+        Ok(found.first().map_or(Reply::Nil, |&i| Reply::Int(i)))
+    } else {
+        Ok(Reply::Array(found.into_iter().map(Reply::Int).collect()))
+    }
+}
+
+/// Redis's `lmoveGenericCommand`.
+fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Reply, CmdError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.ks.get_mut(db, src, now).map(|e| matches!(e.value, Value::List(_))) {
+        None => return Ok(Reply::Nil),
+        Some(false) => return Err(CmdError::WrongType),
+        Some(true) => {}
+    }
+    if ctx.ks.get_mut(db, dst, now).is_some_and(|e| !matches!(e.value, Value::List(_))) {
+        return Err(CmdError::WrongType);
+    }
+    let Some(item) = modify(ctx, src, pick_mut, is_empty, |l| pop(l, from))?.flatten() else {
+        return Ok(Reply::Nil);
+    };
+    let stored = item.clone();
+    modify_or_create(ctx, dst, pick_mut, is_empty, new_list, |l| push(l, to, stored))?;
+    ctx.dirty(1);
+    Ok(Reply::Bulk(item))
+}
+
+/// ```text
+/// LMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT>
+/// ```
+pub fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let from = parse_end(&args[3])?;
+    let to = parse_end(&args[4])?;
+    lmove_generic(ctx, &args[1], &args[2], from, to)
+}
+
+/// ```text
+/// RPOPLPUSH source destination
+/// ```
+pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    lmove_generic(ctx, &args[1], &args[2], End::Tail, End::Head)
+}
+
+/// ```text
+/// LMPOP numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
+/// ```
+pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let numkeys = arg_range(&args[1], 1, i64::MAX, Some("ERR numkeys should be greater than 0"))?;
+    let where_idx = match (numkeys as u64).checked_add(2) {
+        Some(i) if i < args.len() as u64 => i as usize,
+        _ => return Err(CmdError::Syntax),
+    };
+    let end = parse_end(&args[where_idx])?;
+    let mut count = -1i64;
+    let mut j = where_idx + 1;
+    while j < args.len() {
+        if count == -1 && opt_is(&args[j], "COUNT") && j + 1 < args.len() {
+            j += 1;
+            count = arg_range(&args[j], 1, i64::MAX, Some("ERR count should be greater than 0"))?;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let count = if count == -1 { 1 } else { count as u64 };
+    for key in &args[2..where_idx] {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
+            None => continue,
+            Some(false) => return Err(CmdError::WrongType),
+            Some(true) => {}
+        }
+        if let Some(items) = modify(ctx, key, pick_mut, is_empty, |l| pop_many(l, end, count))? {
+            ctx.dirty(items.len() as u64);
+            return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)]));
+        }
+    }
+    Ok(Reply::NilArray)
 }
