@@ -90,6 +90,17 @@ async fn run_connection(
                         if writer.write_all(&bytes).await.is_err() {
                             return;
                         }
+                        // Input that arrived meanwhile is decoded now.
+                        match dispatch(&mut buf, &mut decoder, id, exec, flags) {
+                            Dispatch::Sent => waiting = true,
+                            Dispatch::Nothing => {}
+                            Dispatch::Close => return,
+                        }
+                    }
+                    Some(ClientOutput::Partial(bytes)) => {
+                        if writer.write_all(&bytes).await.is_err() {
+                            return;
+                        }
                     }
                     Some(ClientOutput::Close(bytes)) => {
                         let _ = writer.write_all(&bytes).await;
@@ -99,42 +110,67 @@ async fn run_connection(
                     None => return,
                 }
             }
-            read = reader.read_buf(&mut buf), if !waiting => {
+            // While a batch is in flight (possibly blocked for long), keep reading a little so
+            // a disconnect is noticed, but never more than WAITING_READ_CAP.
+            read = reader.read_buf(&mut buf), if !waiting || buf.len() < WAITING_READ_CAP => {
                 match read {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {}
                 }
-                let limits = DecodeLimits {
-                    max_bulk_len: exec.limits.proto_max_bulk_len.load(Ordering::Relaxed),
-                    unauthenticated: !flags.authenticated.load(Ordering::Relaxed),
-                };
-                let mut cmds = Vec::new();
-                let mut protocol_error = None;
-                loop {
-                    match decoder.decode(&mut buf, &limits) {
-                        Ok(Some(args)) => cmds.push(args),
-                        Ok(None) => break,
-                        Err(e) => {
-                            log::verbose(&format!("Protocol error ({}) from client: id={id}", e.0));
-                            protocol_error = Some(e.to_string());
-                            break;
-                        }
-                    }
-                }
-                flags.qbuf.store(buf.len() as u64, Ordering::Relaxed);
-                if protocol_error.is_none() && buf.len() as u64 > exec.limits.client_query_buffer_limit.load(Ordering::Relaxed) {
-                    log::warning(&format!("Closing client that reached max query buffer length: id={id} (qbuf initial bytes: {:?})", String::from_utf8_lossy(&buf[..buf.len().min(64)])));
-                    return;
-                }
-                if cmds.is_empty() && protocol_error.is_none() {
-                    // Keep the buffer from growing by fits and starts on partial frames.
+                if waiting {
                     continue;
                 }
-                waiting = true;
-                if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
-                    return;
+                match dispatch(&mut buf, &mut decoder, id, exec, flags) {
+                    Dispatch::Sent => waiting = true,
+                    Dispatch::Nothing => {}
+                    Dispatch::Close => return,
                 }
             }
         }
     }
+}
+
+/// Input a connection buffers while waiting for its batch's replies.
+const WAITING_READ_CAP: usize = 64 * 1024;
+
+enum Dispatch {
+    Sent,
+    Nothing,
+    Close,
+}
+
+/// Decodes every complete command in `buf` and sends them to the executor as one batch.
+fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &ExecutorHandle, flags: &ConnFlags) -> Dispatch {
+    let limits = DecodeLimits {
+        max_bulk_len: exec.limits.proto_max_bulk_len.load(Ordering::Relaxed),
+        unauthenticated: !flags.authenticated.load(Ordering::Relaxed),
+    };
+    let mut cmds = Vec::new();
+    let mut protocol_error = None;
+    loop {
+        match decoder.decode(buf, &limits) {
+            Ok(Some(args)) => cmds.push(args),
+            Ok(None) => break,
+            Err(e) => {
+                log::verbose(&format!("Protocol error ({}) from client: id={id}", e.0));
+                protocol_error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    flags.qbuf.store(buf.len() as u64, Ordering::Relaxed);
+    if protocol_error.is_none() && buf.len() as u64 > exec.limits.client_query_buffer_limit.load(Ordering::Relaxed) {
+        log::warning(&format!(
+            "Closing client that reached max query buffer length: id={id} (qbuf initial bytes: {:?})",
+            String::from_utf8_lossy(&buf[..buf.len().min(64)])
+        ));
+        return Dispatch::Close;
+    }
+    if cmds.is_empty() && protocol_error.is_none() {
+        return Dispatch::Nothing;
+    }
+    if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
+        return Dispatch::Close;
+    }
+    Dispatch::Sent
 }

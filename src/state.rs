@@ -19,6 +19,8 @@ pub type ClientId = u64;
 pub enum ClientOutput {
     /// The encoded replies to one batch of commands, in order.
     Replies(Vec<u8>),
+    /// Replies that precede a blocked command in its batch: written now, the batch goes on.
+    Partial(Vec<u8>),
     /// Write these bytes, then close the connection.
     Close(Vec<u8>),
 }
@@ -83,6 +85,23 @@ pub struct Client {
     pub out: Vec<u8>,
     pub tx: UnboundedSender<ClientOutput>,
     pub flags: Arc<ConnFlags>,
+    /// Set by a blocking command's handler when it has nothing to serve yet.
+    pub block_request: Option<crate::commands::BlockRequest>,
+    /// While parked: the batch it was running and where it stopped.
+    pub blocked: Option<Blocked>,
+}
+
+/// A client waiting in a blocking command, with the rest of its pipeline.
+#[derive(Debug)]
+pub struct Blocked {
+    pub cmds: Vec<Vec<Bytes>>,
+    /// The blocking command is `cmds[index]`; the ones after it wait their turn.
+    pub index: usize,
+    pub db: usize,
+    pub keys: Vec<Bytes>,
+    pub deadline_ms: Option<i64>,
+    pub timeout_reply: crate::protocol::Reply,
+    pub protocol_error: Option<String>,
 }
 
 impl Client {
@@ -112,6 +131,8 @@ impl Client {
             out: Vec::new(),
             tx,
             flags,
+            block_request: None,
+            blocked: None,
         }
     }
 

@@ -1,10 +1,12 @@
-//! List commands (the non-blocking ones): pushes, pops, ranges, LINSERT/LREM/LTRIM/LPOS,
-//! LMOVE/RPOPLPUSH and LMPOP, with redis-server 7.0's replies, errors and checking order.
+//! List commands: pushes, pops, ranges, LINSERT/LREM/LTRIM/LPOS, LMOVE/RPOPLPUSH, LMPOP and
+//! the blocking BLPOP/BRPOP/BLMOVE/BRPOPLPUSH/BLMPOP, with redis-server 7.0's replies, errors
+//! and checking order. A blocking command that finds nothing asks the executor to park the
+//! client (see executor/blocking.rs); when woken it runs again and serves itself.
 
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::{arg_i64, CmdError, Ctx};
+use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::list::ListValue;
 use crate::db::Value;
 use crate::protocol::Reply;
@@ -462,8 +464,13 @@ pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// LMPOP numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
 /// ```
 pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let numkeys = arg_range(&args[1], 1, i64::MAX, Some("ERR numkeys should be greater than 0"))?;
-    let where_idx = match (numkeys as u64).checked_add(2) {
+    mpop(ctx, args, 1, None)
+}
+
+/// LMPOP and BLMPOP from the `numkeys` argument on; `timeout` is `Some` for BLMPOP.
+fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<i64>>) -> Result<Reply, CmdError> {
+    let numkeys = arg_range(&args[first], 1, i64::MAX, Some("ERR numkeys should be greater than 0"))?;
+    let where_idx = match (numkeys as u64).checked_add(first as u64 + 1) {
         Some(i) if i < args.len() as u64 => i as usize,
         _ => return Err(CmdError::Syntax),
     };
@@ -480,7 +487,8 @@ pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         j += 1;
     }
     let count = if count == -1 { 1 } else { count as u64 };
-    for key in &args[2..where_idx] {
+    let keys = &args[first + 1..where_idx];
+    for key in keys {
         let (db, now) = (ctx.db(), ctx.now_ms);
         match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
             None => continue,
@@ -492,5 +500,83 @@ pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)]));
         }
     }
-    Ok(Reply::NilArray)
+    match timeout {
+        Some(deadline) => Ok(block(ctx, keys, deadline)),
+        None => Ok(Reply::NilArray),
+    }
+}
+
+/// Asks the executor to park the client on `keys`; every blocking list command times out
+/// with a null array, as in Redis.
+fn block(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<i64>) -> Reply {
+    ctx.client.block_request = Some(BlockRequest { keys: keys.to_vec(), deadline_ms, timeout_reply: Reply::NilArray });
+    Reply::NoReply
+}
+
+/// Redis's `blockingPopGenericCommand`: the first non-empty list of `keys` gives an element.
+fn blocking_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, CmdError> {
+    let deadline = parse_block_timeout(&args[args.len() - 1], ctx.now_ms)?;
+    let keys = &args[1..args.len() - 1];
+    for key in keys {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
+            None => continue,
+            Some(false) => return Err(CmdError::WrongType),
+            Some(true) => {}
+        }
+        if let Some(Some(item)) = modify(ctx, key, pick_mut, is_empty, |l| pop(l, end))? {
+            ctx.dirty(1);
+            return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(item)]));
+        }
+    }
+    Ok(block(ctx, keys, deadline))
+}
+
+/// ```text
+/// BLPOP key [key ...] timeout
+/// ```
+pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    blocking_pop(ctx, args, End::Head)
+}
+
+/// ```text
+/// BRPOP key [key ...] timeout
+/// ```
+pub fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    blocking_pop(ctx, args, End::Tail)
+}
+
+/// Redis's `blmoveGenericCommand`: LMOVE when the source has elements, else block on it.
+fn blocking_move(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout_arg: &[u8]) -> Result<Reply, CmdError> {
+    let deadline = parse_block_timeout(timeout_arg, ctx.now_ms)?;
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.ks.get_mut(db, &args[1], now).map(|e| matches!(e.value, Value::List(_))) {
+        None => Ok(block(ctx, &args[1..2], deadline)),
+        Some(false) => Err(CmdError::WrongType),
+        Some(true) => lmove_generic(ctx, &args[1], &args[2], from, to),
+    }
+}
+
+/// ```text
+/// BLMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout
+/// ```
+pub fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let from = parse_end(&args[3])?;
+    let to = parse_end(&args[4])?;
+    blocking_move(ctx, args, from, to, &args[5])
+}
+
+/// ```text
+/// BRPOPLPUSH source destination timeout
+/// ```
+pub fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    blocking_move(ctx, args, End::Tail, End::Head, &args[3])
+}
+
+/// ```text
+/// BLMPOP timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
+/// ```
+pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let deadline = parse_block_timeout(&args[1], ctx.now_ms)?;
+    mpop(ctx, args, 2, Some(deadline))
 }

@@ -58,6 +58,34 @@ impl Ctx<'_> {
 
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Result<Reply, CmdError>;
 
+/// What a blocking command asks for when it finds nothing to serve: the executor parks the
+/// client on `keys` and runs the command again when one of them is written, or answers
+/// `timeout_reply` at the deadline. The handler sets it in `Client::block_request` and
+/// returns [`Reply::NoReply`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockRequest {
+    pub keys: Vec<Bytes>,
+    /// Absolute ms; `None` blocks forever.
+    pub deadline_ms: Option<i64>,
+    pub timeout_reply: Reply,
+}
+
+/// Redis's `getTimeoutFromObjectOrReply` for seconds (decimals allowed): `None` for 0
+/// (forever), else the absolute deadline in ms.
+pub fn parse_block_timeout(arg: &[u8], now_ms: i64) -> Result<Option<i64>, CmdError> {
+    let secs = crate::util::parse_f64(arg).ok_or_else(|| CmdError::other("ERR timeout is not a float or out of range"))?;
+    let ms = secs * 1000.0;
+    // C's cast of an out-of-range long double gives LLONG_MIN on x86: "negative".
+    if !ms.is_finite() || !(0.0..9.2e18).contains(&ms) {
+        return Err(CmdError::other("ERR timeout is negative"));
+    }
+    let ms = ms as i64;
+    if ms == 0 {
+        return Ok(None);
+    }
+    ms.checked_add(now_ms).map(Some).ok_or_else(|| CmdError::other("ERR timeout is out of range"))
+}
+
 /// FNV-1a: the command index is a fixed set of names, so a keyed hash buys nothing there and
 /// the name is hashed on every command.
 #[derive(Default)]

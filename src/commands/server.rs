@@ -120,9 +120,10 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "clients" => {
             let _ = write!(
                 out,
-                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
                 s.clients.len() + 1,
-                s.config.get("maxclients")
+                s.config.get("maxclients"),
+                s.clients.values().filter(|c| c.blocked.is_some()).count()
             );
         }
         "memory" => {

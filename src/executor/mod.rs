@@ -10,6 +10,9 @@
 //! the value straight into the output buffer, and the client's protocol version (which HELLO
 //! changes mid-pipeline) is known exactly where the reply is produced.
 
+mod blocking;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +64,12 @@ pub struct Executor {
     pub ks: Keyspace,
     pub server: ServerState,
     touched: Vec<ClientId>,
+    /// Clients parked in blocking commands, per (db, key), in the order they blocked.
+    blocking: HashMap<(usize, Bytes), VecDeque<ClientId>>,
+    /// Keys written while someone waits on them, to serve after the current command.
+    ready: VecDeque<(usize, Bytes)>,
+    /// Deadlines of parked clients.
+    timeouts: BTreeSet<(i64, ClientId)>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -75,7 +84,15 @@ impl Executor {
         let mut ks = Keyspace::new(databases);
         ks.lfu.log_factor = config.get_int("lfu-log-factor").max(0) as u64;
         ks.lfu.decay_time = config.get_int("lfu-decay-time").max(0) as u64;
-        Executor { ks, server: ServerState::new(config), touched: Vec::new(), now_ms: crate::clock::now_ms() }
+        Executor {
+            ks,
+            server: ServerState::new(config),
+            touched: Vec::new(),
+            blocking: HashMap::new(),
+            ready: VecDeque::new(),
+            timeouts: BTreeSet::new(),
+            now_ms: crate::clock::now_ms(),
+        }
     }
 
     /// Starts the executor thread; it stops after SHUTDOWN or a signal, or when every sender
@@ -92,7 +109,11 @@ impl Executor {
         let mut next_cron = Instant::now();
         loop {
             let hz = self.server.config.get_int("hz").clamp(1, 500) as u64;
-            let wait = next_cron.saturating_duration_since(Instant::now());
+            let mut wait = next_cron.saturating_duration_since(Instant::now());
+            if let Some(&(deadline, _)) = self.timeouts.first() {
+                let until = (deadline - crate::clock::now_ms()).max(0) as u64;
+                wait = wait.min(Duration::from_millis(until));
+            }
             match Self::next_request(&rx, wait) {
                 Ok(req) => {
                     self.handle(req);
@@ -106,6 +127,10 @@ impl Executor {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if !self.timeouts.is_empty() {
+                self.expire_blocked();
+                self.release_replies();
             }
             if self.server.shutdown.is_some() {
                 self.shutdown();
@@ -143,38 +168,66 @@ impl Executor {
                 self.server.clients.insert(id, Client::new(id, addr, laddr, tx, flags, authed));
             }
             Request::Disconnect { id } => {
-                self.server.clients.remove(&id);
+                self.remove_client(id);
             }
             Request::Commands { id, cmds, protocol_error } => {
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     return;
                 };
                 self.now_ms = crate::clock::now_ms();
-                for args in &cmds {
-                    if client.close_after_reply {
-                        break;
-                    }
-                    let reply = self.execute(&mut client, args);
-                    if let Reply::Error(text) = &reply {
-                        self.server.stats.total_error_replies += 1;
-                        let code = text.split(' ').next().unwrap_or("ERR").to_string();
-                        *self.server.stats.errors.entry(code).or_default() += 1;
-                    }
-                    encode_reply(&reply, client.proto, &mut client.out);
-                }
-                if let Some(err) = protocol_error {
-                    encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
-                    client.close_after_reply = true;
-                }
                 client.last_interaction = Instant::now();
+                self.run_commands(&mut client, cmds, 0, protocol_error);
+                let parked = client.blocked.is_some();
                 self.server.clients.insert(id, client);
-                self.touched.push(id);
+                if !parked {
+                    self.touched.push(id);
+                }
+                self.serve_ready();
             }
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
                 self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });
             }
         }
+    }
+
+    /// Runs `cmds[start..]` for `client`, encoding each reply, until the end of the batch or a
+    /// command that blocks (the client is then parked with the rest of its batch).
+    fn run_commands(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, start: usize, protocol_error: Option<String>) {
+        for i in start..cmds.len() {
+            if client.close_after_reply {
+                break;
+            }
+            let reply = self.execute(client, &cmds[i]);
+            if let Some(request) = client.block_request.take() {
+                self.park(client, cmds, i, request, protocol_error);
+                return;
+            }
+            self.emit(client, &reply);
+        }
+        if let Some(err) = protocol_error {
+            encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
+            client.close_after_reply = true;
+        }
+    }
+
+    /// Encodes a reply into the client's output, counting errors for INFO.
+    fn emit(&mut self, client: &mut Client, reply: &Reply) {
+        if let Reply::Error(text) = reply {
+            self.server.stats.total_error_replies += 1;
+            let code = text.split(' ').next().unwrap_or("ERR").to_string();
+            *self.server.stats.errors.entry(code).or_default() += 1;
+        }
+        encode_reply(reply, client.proto, &mut client.out);
+    }
+
+    /// Forgets a client (disconnected or killed), including any place it holds in a queue.
+    fn remove_client(&mut self, id: ClientId) -> Option<Client> {
+        let mut client = self.server.clients.remove(&id)?;
+        if let Some(blocked) = client.blocked.take() {
+            self.unpark(id, &blocked);
+        }
+        Some(client)
     }
 
     /// Resolves, checks and runs one command: the one place where table flags drive the
@@ -197,6 +250,9 @@ impl Executor {
         let start = Instant::now();
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
+        if !self.blocking.is_empty() && cmd.has(Flag::Write) {
+            self.signal_keys(cmd, args, client.db);
+        }
         let elapsed = start.elapsed().as_micros() as u64;
         if elapsed >= 1000 {
             // A slow command (DEBUG SLEEP, a big KEYS): the batch clock is stale now.
@@ -260,7 +316,7 @@ impl Executor {
             let _ = client.tx.send(msg);
         }
         for id in std::mem::take(&mut self.server.kill_list) {
-            if let Some(client) = self.server.clients.remove(&id) {
+            if let Some(client) = self.remove_client(id) {
                 let _ = client.tx.send(ClientOutput::Close(Vec::new()));
             }
         }

@@ -1,0 +1,142 @@
+//! Blocking commands (BLPOP and friends): parking a client on keys, serving it when one of
+//! them is written, and answering at its deadline.
+//!
+//! A blocking handler that finds nothing sets `Client::block_request` and replies nothing.
+//! The executor parks the client with the rest of its pipeline. After every write command it
+//! marks the written keys that have waiters as ready; once the command is over, each ready
+//! key's waiters are served in the order they blocked by running their command again (so the
+//! serving logic is the command's own, and a key that changed type answers WRONGTYPE). A
+//! waiter whose command would block again stays where it is in the queue.
+
+use bytes::Bytes;
+
+use super::Executor;
+use crate::commands::{BlockRequest, CommandSpec};
+use crate::state::{Blocked, Client, ClientId, ClientOutput};
+
+impl Executor {
+    /// Parks `client` on the keys of `request`, keeping `cmds[index..]` for later.
+    pub(super) fn park(
+        &mut self,
+        client: &mut Client,
+        cmds: Vec<Vec<Bytes>>,
+        index: usize,
+        request: BlockRequest,
+        protocol_error: Option<String>,
+    ) {
+        for key in &request.keys {
+            let queue = self.blocking.entry((client.db, key.clone())).or_default();
+            if !queue.contains(&client.id) {
+                queue.push_back(client.id);
+            }
+        }
+        if let Some(deadline) = request.deadline_ms {
+            self.timeouts.insert((deadline, client.id));
+        }
+        // What the batch answered before this command goes out now, as Redis would.
+        if !client.out.is_empty() {
+            let _ = client.tx.send(ClientOutput::Partial(std::mem::take(&mut client.out)));
+        }
+        client.blocked = Some(Blocked {
+            cmds,
+            index,
+            db: client.db,
+            keys: request.keys,
+            deadline_ms: request.deadline_ms,
+            timeout_reply: request.timeout_reply,
+            protocol_error,
+        });
+    }
+
+    /// Removes a parked client from every queue and from the deadlines.
+    pub(super) fn unpark(&mut self, id: ClientId, blocked: &Blocked) {
+        for key in &blocked.keys {
+            let slot = (blocked.db, key.clone());
+            if let Some(queue) = self.blocking.get_mut(&slot) {
+                queue.retain(|c| *c != id);
+                if queue.is_empty() {
+                    self.blocking.remove(&slot);
+                }
+            }
+        }
+        if let Some(deadline) = blocked.deadline_ms {
+            self.timeouts.remove(&(deadline, id));
+        }
+    }
+
+    /// After a write command: the keys it may have filled that someone waits on.
+    pub(super) fn signal_keys(&mut self, cmd: &CommandSpec, args: &[Bytes], db: usize) {
+        for pos in cmd.key_positions(args.len()) {
+            let slot = (db, args[pos].clone());
+            if self.blocking.contains_key(&slot) && !self.ready.contains(&slot) {
+                self.ready.push_back(slot);
+            }
+        }
+    }
+
+    /// Serves the waiters of every ready key, in blocking order, until each key has nothing
+    /// more to give. Serving may write other keys (BLMOVE) and make them ready in turn.
+    pub(super) fn serve_ready(&mut self) {
+        while let Some(slot) = self.ready.pop_front() {
+            while let Some(&id) = self.blocking.get(&slot).and_then(|q| q.front()) {
+                if !self.ks.exists(slot.0, &slot.1, self.now_ms) {
+                    break;
+                }
+                let Some(mut client) = self.server.clients.remove(&id) else {
+                    if let Some(q) = self.blocking.get_mut(&slot) {
+                        q.pop_front();
+                    }
+                    continue;
+                };
+                let Some(blocked) = client.blocked.take() else {
+                    self.server.clients.insert(id, client);
+                    if let Some(q) = self.blocking.get_mut(&slot) {
+                        q.pop_front();
+                    }
+                    continue;
+                };
+                client.db = blocked.db;
+                let reply = self.execute(&mut client, &blocked.cmds[blocked.index]);
+                if client.block_request.take().is_some() {
+                    // Nothing it can take after all: it keeps its place.
+                    client.blocked = Some(blocked);
+                    self.server.clients.insert(id, client);
+                    break;
+                }
+                self.unpark(id, &blocked);
+                self.emit(&mut client, &reply);
+                self.resume(&mut client, blocked);
+                self.server.clients.insert(id, client);
+            }
+        }
+    }
+
+    /// Runs the rest of a woken client's pipeline and queues its replies (unless it blocked
+    /// again).
+    fn resume(&mut self, client: &mut Client, blocked: Blocked) {
+        self.run_commands(client, blocked.cmds, blocked.index + 1, blocked.protocol_error);
+        if client.blocked.is_none() {
+            self.touched.push(client.id);
+        }
+    }
+
+    /// Answers every parked client whose deadline has passed.
+    pub(super) fn expire_blocked(&mut self) {
+        self.now_ms = crate::clock::now_ms();
+        while let Some(&(deadline, id)) = self.timeouts.first() {
+            if deadline > self.now_ms {
+                break;
+            }
+            self.timeouts.pop_first();
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            if let Some(blocked) = client.blocked.take() {
+                self.unpark(id, &blocked);
+                let reply = blocked.timeout_reply.clone();
+                self.emit(&mut client, &reply);
+                self.resume(&mut client, blocked);
+            }
+            self.server.clients.insert(id, client);
+        }
+        self.serve_ready();
+    }
+}

@@ -1,0 +1,154 @@
+//! Blocking list commands with several real clients: served in the order they blocked, woken
+//! by pushes from any client (and by BLMOVE chains), timeouts with sub-second precision, an
+//! error when the key changes type, pipelines behind a blocked command, dead waiters skipped;
+//! and the immediate (non-blocking) paths and errors compared with Redis.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::diff::DiffPair;
+use common::Server;
+
+fn s(b: Vec<u8>) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+#[test]
+fn push_wakes_a_blocked_client() {
+    let server = Server::start(&[]);
+    let mut waiter = server.raw();
+    let mut pusher = server.raw();
+    waiter.cmd(&[b"BLPOP", b"q", b"0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(pusher.call(&[b"RPUSH", b"q", b"hello"]), b":1\r\n");
+    assert_eq!(s(waiter.read_reply()), "*2\r\n$1\r\nq\r\n$5\r\nhello\r\n");
+    assert_eq!(pusher.call(&[b"LLEN", b"q"]), b":0\r\n");
+    let info = s(pusher.call(&[b"INFO", b"clients"]));
+    assert!(info.contains("blocked_clients:0"), "{info}");
+}
+
+#[test]
+fn waiters_are_served_in_blocking_order() {
+    let server = Server::start(&[]);
+    let mut waiters: Vec<_> = (0..3).map(|_| server.raw()).collect();
+    for w in waiters.iter_mut() {
+        w.cmd(&[b"BRPOP", b"a", b"b", b"0"]);
+        // Make the blocking order unambiguous.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut pusher = server.raw();
+    let info = s(pusher.call(&[b"INFO", b"clients"]));
+    assert!(info.contains("blocked_clients:3"), "{info}");
+    // One push of three elements: each waiter gets one, first blocked first served.
+    assert_eq!(pusher.call(&[b"LPUSH", b"b", b"x", b"y", b"z"]), b":3\r\n");
+    let got: Vec<String> = waiters.iter_mut().map(|w| s(w.read_reply())).collect();
+    assert_eq!(got, vec!["*2\r\n$1\r\nb\r\n$1\r\nx\r\n", "*2\r\n$1\r\nb\r\n$1\r\ny\r\n", "*2\r\n$1\r\nb\r\n$1\r\nz\r\n"]);
+}
+
+#[test]
+fn timeouts_have_sub_second_precision() {
+    let server = Server::start(&[]);
+    let mut c = server.raw();
+    let start = Instant::now();
+    assert_eq!(c.call(&[b"BLPOP", b"nothing", b"0.25"]), b"*-1\r\n");
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(240) && took < Duration::from_millis(600), "took {took:?}");
+    c.call(&[b"HELLO", b"3"]);
+    let start = Instant::now();
+    assert_eq!(c.call(&[b"BLMOVE", b"nothing", b"dst", b"LEFT", b"RIGHT", b"0.05"]), b"_\r\n");
+    assert!(start.elapsed() < Duration::from_millis(400));
+}
+
+#[test]
+fn blmove_chain_serves_the_next_waiter() {
+    let server = Server::start(&[]);
+    let mut mover = server.raw();
+    let mut popper = server.raw();
+    mover.cmd(&[b"BLMOVE", b"src", b"dst", b"RIGHT", b"LEFT", b"0"]);
+    std::thread::sleep(Duration::from_millis(50));
+    popper.cmd(&[b"BLPOP", b"dst", b"0"]);
+    std::thread::sleep(Duration::from_millis(50));
+    let mut pusher = server.raw();
+    pusher.call(&[b"RPUSH", b"src", b"v"]);
+    assert_eq!(s(mover.read_reply()), "$1\r\nv\r\n");
+    assert_eq!(s(popper.read_reply()), "*2\r\n$3\r\ndst\r\n$1\r\nv\r\n");
+    assert_eq!(pusher.call(&[b"EXISTS", b"src", b"dst"]), b":0\r\n");
+}
+
+#[test]
+fn pipeline_after_a_blocked_command_waits_its_turn() {
+    let server = Server::start(&[]);
+    let mut c = server.raw();
+    c.send(b"PING\r\nBLPOP k 0\r\nECHO after\r\n");
+    assert_eq!(c.read_reply(), b"+PONG\r\n");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut pusher = server.raw();
+    pusher.call(&[b"RPUSH", b"k", b"1"]);
+    assert_eq!(s(c.read_reply()), "*2\r\n$1\r\nk\r\n$1\r\n1\r\n");
+    assert_eq!(s(c.read_reply()), "$5\r\nafter\r\n");
+}
+
+#[test]
+fn type_change_unblocks_with_wrongtype() {
+    let server = Server::start(&[]);
+    let mut waiter = server.raw();
+    waiter.cmd(&[b"BLPOP", b"k", b"0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut other = server.raw();
+    other.call(&[b"SET", b"k", b"string"]);
+    assert_eq!(s(waiter.read_reply()), "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+}
+
+#[test]
+fn a_dead_waiter_loses_nothing() {
+    let server = Server::start(&[]);
+    {
+        let mut gone = server.raw();
+        gone.cmd(&[b"BLPOP", b"k", b"0"]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"RPUSH", b"k", b"kept"]), b":1\r\n");
+    assert_eq!(c.call(&[b"LLEN", b"k"]), b":1\r\n");
+    let info = s(c.call(&[b"INFO", b"clients"]));
+    assert!(info.contains("blocked_clients:0") && info.contains("connected_clients:1"), "{info}");
+}
+
+#[test]
+fn immediate_paths_and_errors_match_redis() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "blocking",
+        &[
+            "RPUSH l1 a b c",
+            "RPUSH l2 x",
+            "BLPOP nosuch l1 l2 0",
+            "BRPOP l2 l1 1",
+            "BLMOVE l1 l3 LEFT RIGHT 0",
+            "BRPOPLPUSH l1 l3 0",
+            "LRANGE l3 0 -1",
+            "RPUSH l4 1 2 3 4 5",
+            "BLMPOP 0 2 nosuch l4 LEFT COUNT 2",
+            "BLMPOP 0 1 l4 RIGHT",
+            "SET s v",
+            "BLPOP s 0",
+            "BLMOVE s l3 LEFT LEFT 0",
+            "BLMOVE l3 s LEFT LEFT 0",
+            "BLPOP l4 -1",
+            "BLPOP l4 abc",
+            "BLPOP l4 inf",
+            "BLPOP nosuch 0.01",
+            "BLMOVE l3 l5 UP LEFT 0",
+            "BLMOVE l3 l5 LEFT RIGHT x",
+            "BLMPOP x 1 l4 LEFT",
+            "BLMPOP 0 0 l4 LEFT",
+            "BLMPOP 0 1 l4 MIDDLE",
+            "BLMPOP 0 1 l4 LEFT COUNT 0",
+            "BLMPOP 0 5 l4 LEFT",
+            "BLPOP",
+            "BRPOPLPUSH a b",
+        ],
+    );
+}
