@@ -2,8 +2,6 @@
 //! the WRONGTYPE check, memory accounting on change, and deleting a collection that became
 //! empty, written once for every type.
 
-#![allow(dead_code)] // Until every collection command uses these.
-
 use bytes::Bytes;
 
 use super::{CmdError, Ctx};

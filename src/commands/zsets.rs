@@ -1,126 +1,823 @@
-//! zsets commands (stubs until implemented).
+//! Sorted set commands: ZADD and ZINCRBY, ZREM, ZCARD, ZCOUNT, ZLEXCOUNT, ZSCORE, ZMSCORE,
+//! ZRANK, ZREVRANK, the ZRANGE family and ZRANGESTORE, the ZREMRANGEBY* commands, ZPOPMIN,
+//! ZPOPMAX, ZMPOP, ZRANDMEMBER, ZINTER/ZUNION/ZDIFF (and their STORE forms) and ZSCAN, with
+//! redis-server 7.0's replies, error texts and checking order.
+//!
+//! Option words are compared the way Redis's `strcasecmp` sees them: up to the first NUL.
 
 use bytes::Bytes;
 
-use super::{CmdError, Ctx};
-use crate::protocol::Reply;
+use super::access::{modify, modify_or_create, read};
+use super::{arg_i64, CmdError, Ctx};
+use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
+use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
+use crate::db::{lru_clock, Value};
+use crate::protocol::{ProtocolVersion, Reply};
+use crate::util::{format_double, parse_f64};
 
-pub fn zadd(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn pick(v: &Value) -> Option<&ZSetValue> {
+    match v {
+        Value::ZSet(z) => Some(z),
+        _ => None,
+    }
 }
 
-pub fn zincrby(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn pick_mut(v: &mut Value) -> Option<&mut ZSetValue> {
+    match v {
+        Value::ZSet(z) => Some(z),
+        _ => None,
+    }
 }
 
-pub fn zrem(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn empty(z: &ZSetValue) -> bool {
+    z.is_empty()
 }
 
-pub fn zcard(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// An argument as C string functions see it: everything before the first NUL.
+fn cstr(arg: &[u8]) -> &[u8] {
+    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
 }
 
-pub fn zcount(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// `strcasecmp(arg, name) == 0`.
+fn opt_is(arg: &[u8], name: &str) -> bool {
+    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
 }
 
-pub fn zscore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// The listpack limits, read at write time.
+fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
+    let cfg = &ctx.server.config;
+    (cfg.get_int("zset-max-listpack-entries"), cfg.get_int("zset-max-listpack-value"))
 }
 
-pub fn zmscore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn resp3(ctx: &Ctx<'_>) -> bool {
+    ctx.client.proto == ProtocolVersion::Resp3
 }
 
-pub fn zrank(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, CmdError> {
+    ops::parse_score_range(min, max).ok_or_else(|| CmdError::other("ERR min or max is not a float"))
 }
 
-pub fn zrevrank(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, CmdError> {
+    ops::parse_lex_range(min, max).ok_or_else(|| CmdError::other("ERR min or max not valid string range item"))
 }
 
-pub fn zrange(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Members (and scores) as Redis's range replies send them: flat pairs in RESP2, nested
+/// `[member, score]` arrays in RESP3.
+fn pairs_reply(ctx: &Ctx<'_>, items: Vec<(Bytes, f64)>, withscores: bool) -> Reply {
+    if !withscores {
+        return Reply::Array(items.into_iter().map(|(m, _)| Reply::Bulk(m)).collect());
+    }
+    if resp3(ctx) {
+        Reply::Array(items.into_iter().map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])).collect())
+    } else {
+        Reply::Array(items.into_iter().flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)]).collect())
+    }
 }
 
-pub fn zrangestore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Replaces `key` with `value` (Redis's `setKey`: the TTL goes, an LFU counter stays).
+fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
+    let db = ctx.db();
+    let mut lru = lru_clock(ctx.now_ms);
+    if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+        lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
+    }
+    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(value), None, lru);
 }
 
-pub fn zrangebyscore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Stores a result (or deletes `key` when it is empty) and replies with its size.
+fn store_result(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) -> Reply {
+    let n = value.len();
+    if n > 0 {
+        store(ctx, key, value);
+        ctx.dirty(1);
+    } else {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        if ctx.ks.exists(db, key, now) {
+            ctx.ks.db_mut(db).remove(key);
+            ctx.dirty(1);
+        }
+    }
+    Reply::Int(n as i64)
 }
 
-pub fn zrevrangebyscore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+// ---------------------------------------------------------------------------------------
+// ZADD / ZINCRBY
+
+fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Reply, CmdError> {
+    let mut idx = 2;
+    while idx < args.len() {
+        let a = &args[idx];
+        let f = if opt_is(a, "nx") {
+            NX
+        } else if opt_is(a, "xx") {
+            XX
+        } else if opt_is(a, "ch") {
+            CH
+        } else if opt_is(a, "incr") {
+            INCR
+        } else if opt_is(a, "gt") {
+            GT
+        } else if opt_is(a, "lt") {
+            LT
+        } else {
+            break;
+        };
+        flags |= f;
+        idx += 1;
+    }
+    let elements = args.len() - idx;
+    if elements % 2 == 1 || elements == 0 {
+        return Err(CmdError::Syntax);
+    }
+    let has = |f: u8| flags & f != 0;
+    if has(NX) && has(XX) {
+        return Err(CmdError::other("ERR XX and NX options at the same time are not compatible"));
+    }
+    if (has(GT) && has(NX)) || (has(LT) && has(NX)) || (has(GT) && has(LT)) {
+        return Err(CmdError::other("ERR GT, LT, and/or NX options at the same time are not compatible"));
+    }
+    if has(INCR) && elements > 2 {
+        return Err(CmdError::other("ERR INCR option supports a single increment-element pair"));
+    }
+    let mut pairs = Vec::with_capacity(elements / 2);
+    for p in args[idx..].chunks(2) {
+        pairs.push((parse_f64(&p[0]).ok_or(CmdError::NotFloat)?, &p[1]));
+    }
+    let key = &args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let exists = match ctx.ks.get_mut(db, key, now) {
+        Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
+        Some(_) => true,
+        None => false,
+    };
+    let (mut added, mut updated, mut processed, mut last) = (0u64, 0u64, 0u64, 0.0);
+    let mut nan = false;
+    if exists || !has(XX) {
+        let lim = limits(ctx);
+        modify_or_create(
+            ctx,
+            key,
+            pick_mut,
+            empty,
+            || Value::ZSet(ZSetValue::new()),
+            |z| {
+                for (score, member) in &pairs {
+                    match zset_add(z, *score, member, flags, lim) {
+                        AddOut::Nan => {
+                            nan = true;
+                            return;
+                        }
+                        AddOut::Nop => continue,
+                        AddOut::Added(s) => {
+                            added += 1;
+                            last = s;
+                        }
+                        AddOut::Updated(s) => {
+                            updated += 1;
+                            last = s;
+                        }
+                        AddOut::Unchanged(s) => last = s,
+                    }
+                    processed += 1;
+                }
+            },
+        )?;
+    }
+    ctx.dirty(added + updated);
+    if nan {
+        return Err(CmdError::other("ERR resulting score is not a number (NaN)"));
+    }
+    if has(INCR) {
+        Ok(if processed > 0 { Reply::Double(last) } else { Reply::Nil })
+    } else {
+        Ok(Reply::Int((if has(CH) { added + updated } else { added }) as i64))
+    }
 }
 
-pub fn zrangebylex(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]
+/// ```
+pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    zadd_generic(ctx, args, 0)
 }
 
-pub fn zrevrangebylex(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZINCRBY key increment member
+/// ```
+pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    zadd_generic(ctx, args, INCR)
 }
 
-pub fn zlexcount(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+// ---------------------------------------------------------------------------------------
+// Single-key reads and removals
+
+/// ```text
+/// ZREM key member [member ...]
+/// ```
+pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let n = modify(ctx, &args[1], pick_mut, empty, |z| {
+        let mut n = 0;
+        for m in &args[2..] {
+            if z.remove(m).is_some() {
+                n += 1;
+                if z.is_empty() {
+                    break;
+                }
+            }
+        }
+        n
+    })?
+    .unwrap_or(0);
+    ctx.dirty(n);
+    Ok(Reply::Int(n as i64))
 }
 
-pub fn zremrangebyrank(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZCARD key
+/// ```
+pub fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(read(ctx, &args[1], pick)?.map_or(0, |z| z.len() as i64)))
 }
 
-pub fn zremrangebyscore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZCOUNT key min max
+/// ```
+pub fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let r = parse_score_range(&args[2], &args[3])?;
+    let Some(z) = read(ctx, &args[1], pick)? else {
+        return Ok(Reply::Int(0));
+    };
+    Ok(Reply::Int(ops::count_by_ranks(z.len(), z.first_in_score(&r), z.last_in_score(&r))))
 }
 
-pub fn zremrangebylex(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZLEXCOUNT key min max
+/// ```
+pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let r = parse_lex_range(&args[2], &args[3])?;
+    let Some(z) = read(ctx, &args[1], pick)? else {
+        return Ok(Reply::Int(0));
+    };
+    if !z.is_listpack() {
+        return Ok(Reply::Int(ops::count_by_ranks(z.len(), z.first_in_lex(&r), z.last_in_lex(&r))));
+    }
+    // The listpack walk: from the first element in range while the maximum holds.
+    let mut count = 0;
+    let mut cur = z.first_in_lex(&r).map(|(_, id)| id);
+    while let Some(id) = cur {
+        if !r.lte_max(z.get(id).0) {
+            break;
+        }
+        count += 1;
+        cur = z.next(id);
+    }
+    Ok(Reply::Int(count))
 }
 
-pub fn zpopmin(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZSCORE key member
+/// ```
+pub fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(read(ctx, &args[1], pick)?.and_then(|z| z.score(&args[2])).map_or(Reply::Nil, Reply::Double))
 }
 
-pub fn zpopmax(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZMSCORE key member [member ...]
+/// ```
+pub fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let z = read(ctx, &args[1], pick)?;
+    Ok(Reply::Array(args[2..].iter().map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect()))
 }
 
-pub fn zmpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Result<Reply, CmdError> {
+    let Some(z) = read(ctx, &args[1], pick)? else {
+        return Ok(Reply::Nil);
+    };
+    Ok(z.rank(&args[2]).map_or(Reply::Nil, |r| Reply::Int(if rev { z.len() - 1 - r } else { r } as i64)))
 }
 
-pub fn zrandmember(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZRANK key member
+/// ```
+pub fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    rank_generic(ctx, args, false)
 }
 
-pub fn zinter(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZREVRANK key member
+/// ```
+pub fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    rank_generic(ctx, args, true)
 }
 
-pub fn zinterstore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+// ---------------------------------------------------------------------------------------
+// Ranges
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Rank,
+    Score,
+    Lex,
 }
 
-pub fn zunion(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// Redis's `zrangeGenericCommand`.
+fn range_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    first: usize,
+    store: bool,
+    kind: Option<Kind>,
+    rev: Option<bool>,
+) -> Result<Reply, CmdError> {
+    let (mut kind, mut rev) = (kind, rev);
+    let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
+    let mut j = first + 3;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let a = &args[j];
+        if !store && opt_is(a, "withscores") {
+            withscores = true;
+        } else if opt_is(a, "limit") && left >= 2 {
+            offset = arg_i64(&args[j + 1])?;
+            limit = arg_i64(&args[j + 2])?;
+            j += 2;
+        } else if rev.is_none() && opt_is(a, "rev") {
+            rev = Some(true);
+        } else if kind.is_none() && opt_is(a, "bylex") {
+            kind = Some(Kind::Lex);
+        } else if kind.is_none() && opt_is(a, "byscore") {
+            kind = Some(Kind::Score);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    let kind = kind.unwrap_or(Kind::Rank);
+    if limit != -1 && kind == Kind::Rank {
+        return Err(CmdError::other("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
+    }
+    if withscores && kind == Kind::Lex {
+        return Err(CmdError::other("ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
+    }
+    let (mut lo, mut hi) = (&args[first + 1], &args[first + 2]);
+    if rev && kind != Kind::Rank {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let spec = match kind {
+        Kind::Rank => Spec::Rank(arg_i64(lo)?, arg_i64(hi)?),
+        Kind::Score => Spec::Score(parse_score_range(lo, hi)?),
+        Kind::Lex => Spec::Lex(parse_lex_range(lo, hi)?),
+    };
+    let items = match read(ctx, &args[first], pick)? {
+        Some(z) => ops::collect_range(z, &spec, rev, offset, limit),
+        None => Vec::new(),
+    };
+    if store {
+        let lim = limits(ctx);
+        let mut dst = ZSetValue::new();
+        for (m, s) in &items {
+            dst.insert(m, *s, lim.0, lim.1);
+        }
+        return Ok(store_result(ctx, &args[1], dst));
+    }
+    Ok(pairs_reply(ctx, items, withscores))
 }
 
-pub fn zunionstore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+/// ```
+pub fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, None, None)
 }
 
-pub fn zdiff(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]
+/// ```
+pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 2, true, None, None)
 }
 
-pub fn zdiffstore(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+/// ```
+pub fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, Some(Kind::Score), Some(false))
 }
 
-pub fn zscan(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+/// ```
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, Some(Kind::Score), Some(true))
+}
+
+/// ```text
+/// ZRANGEBYLEX key min max [LIMIT offset count]
+/// ```
+pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, Some(Kind::Lex), Some(false))
+}
+
+/// ```text
+/// ZREVRANGEBYLEX key max min [LIMIT offset count]
+/// ```
+pub fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, Some(Kind::Lex), Some(true))
+}
+
+/// Redis's `zremrangeGenericCommand`.
+fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Reply, CmdError> {
+    let spec = match kind {
+        Kind::Rank => Spec::Rank(arg_i64(&args[2])?, arg_i64(&args[3])?),
+        Kind::Score => Spec::Score(parse_score_range(&args[2], &args[3])?),
+        Kind::Lex => Spec::Lex(parse_lex_range(&args[2], &args[3])?),
+    };
+    let n = modify(ctx, &args[1], pick_mut, empty, |z| {
+        let doomed: Vec<Bytes> = match &spec {
+            Spec::Rank(..) => ops::collect_range(z, &spec, false, 0, -1).into_iter().map(|(m, _)| m).collect(),
+            Spec::Score(r) => {
+                let mut v = Vec::new();
+                let mut cur = z.first_in_score(r).map(|(_, id)| id);
+                while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).1)) {
+                    v.push(z.get(id).0.clone());
+                    cur = z.next(id);
+                }
+                v
+            }
+            Spec::Lex(r) => {
+                let mut v = Vec::new();
+                let mut cur = z.first_in_lex(r).map(|(_, id)| id);
+                while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).0)) {
+                    v.push(z.get(id).0.clone());
+                    cur = z.next(id);
+                }
+                v
+            }
+        };
+        for m in &doomed {
+            z.remove(m);
+        }
+        doomed.len() as u64
+    })?
+    .unwrap_or(0);
+    ctx.dirty(n);
+    Ok(Reply::Int(n as i64))
+}
+
+/// ```text
+/// ZREMRANGEBYRANK key start stop
+/// ```
+pub fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    remrange_generic(ctx, args, Kind::Rank)
+}
+
+/// ```text
+/// ZREMRANGEBYSCORE key min max
+/// ```
+pub fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    remrange_generic(ctx, args, Kind::Score)
+}
+
+/// ```text
+/// ZREMRANGEBYLEX key min max
+/// ```
+pub fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    remrange_generic(ctx, args, Kind::Lex)
+}
+
+// ---------------------------------------------------------------------------------------
+// Pops
+
+/// Redis's `genericZpopCommand` (`count` -1: no COUNT given).
+fn pop_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, emitkey: bool, count: i64, nested: bool) -> Result<Reply, CmdError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut found = None;
+    for key in keys {
+        if let Some(e) = ctx.ks.get_mut(db, key, now) {
+            if pick(&e.value).is_none() {
+                return Err(CmdError::WrongType);
+            }
+            found = Some(key);
+            break;
+        }
+    }
+    let Some(key) = found else {
+        return Ok(if emitkey { Reply::NilArray } else { Reply::Array(Vec::new()) });
+    };
+    if count == 0 {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let count = if count == -1 { 1 } else { count as u64 };
+    let popped = modify(ctx, key, pick_mut, empty, |z| {
+        let mut out = Vec::new();
+        while (out.len() as u64) < count {
+            let Some(id) = (if max { z.last() } else { z.first() }) else { break };
+            let (m, s) = z.get(id);
+            let m = m.clone();
+            z.remove(&m);
+            out.push((m, s));
+        }
+        out
+    })?
+    .unwrap_or_default();
+    ctx.dirty(popped.len() as u64);
+    let items: Vec<Reply> = if nested {
+        popped.into_iter().map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])).collect()
+    } else {
+        popped.into_iter().flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)]).collect()
+    };
+    Ok(if emitkey { Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)]) } else { Reply::Array(items) })
+}
+
+fn zpop_min_max(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let mut count = -1;
+    if args.len() == 3 {
+        count = crate::util::parse_i64(&args[2])
+            .filter(|&n| n >= 0)
+            .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))?;
+    }
+    let nested = resp3(ctx) && count != -1;
+    pop_generic(ctx, &args[1..2], max, false, count, nested)
+}
+
+/// ```text
+/// ZPOPMIN key [count]
+/// ```
+pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    zpop_min_max(ctx, args, false)
+}
+
+/// ```text
+/// ZPOPMAX key [count]
+/// ```
+pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    zpop_min_max(ctx, args, true)
+}
+
+/// ```text
+/// ZMPOP numkeys key [key ...] <MIN | MAX> [COUNT count]
+/// ```
+pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let positive = |a: &[u8], msg: &'static str| crate::util::parse_i64(a).filter(|&n| n >= 1).ok_or_else(|| CmdError::other(msg));
+    let numkeys = positive(&args[1], "ERR numkeys should be greater than 0")?;
+    let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+        Some(i) if i < args.len() => i,
+        _ => return Err(CmdError::Syntax),
+    };
+    let max = if opt_is(&args[where_idx], "min") {
+        false
+    } else if opt_is(&args[where_idx], "max") {
+        true
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    let mut count = -1;
+    let mut j = where_idx + 1;
+    while j < args.len() {
+        if count == -1 && opt_is(&args[j], "count") && j + 1 < args.len() {
+            j += 1;
+            count = positive(&args[j], "ERR count should be greater than 0")?;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    pop_generic(ctx, &args[2..where_idx], max, true, count.max(1), true)
+}
+
+// ---------------------------------------------------------------------------------------
+// ZRANDMEMBER
+
+/// ```text
+/// ZRANDMEMBER key [count [WITHSCORES]]
+/// ```
+pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if args.len() < 3 {
+        let z = match ctx.ks.get(db, &args[1], now) {
+            None => return Ok(Reply::Nil),
+            Some(e) => pick(&e.value).ok_or(CmdError::WrongType)?,
+        };
+        let i = (ctx.server.random() % z.len().max(1) as u64) as usize;
+        return Ok(z.entry_at(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.clone())));
+    }
+    let l = arg_i64(&args[2])?;
+    if l == i64::MIN {
+        return Err(CmdError::other("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+    }
+    if args.len() > 4 || (args.len() == 4 && !opt_is(&args[3], "withscores")) {
+        return Err(CmdError::Syntax);
+    }
+    let withscores = args.len() == 4;
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+        return Err(CmdError::other("ERR value is out of range"));
+    }
+    let z = match ctx.ks.get(db, &args[1], now) {
+        None => return Ok(Reply::Array(Vec::new())),
+        Some(e) => pick(&e.value).ok_or(CmdError::WrongType)?,
+    };
+    let (count, uniq) = (l.unsigned_abs() as usize, l >= 0);
+    let mut rng = || ctx.server.random();
+    let items = ops::random_members(z, count, uniq, &mut rng);
+    Ok(pairs_reply(ctx, items, withscores))
+}
+
+// ---------------------------------------------------------------------------------------
+// ZINTER / ZUNION / ZDIFF
+
+/// Which combination of the inputs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Redis's `zunionInterDiffGenericCommand`. `name` is the command's name for errors.
+fn setop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], dst: Option<&Bytes>, op: SetOp, name: &str) -> Result<Reply, CmdError> {
+    let nk_idx = if dst.is_some() { 2 } else { 1 };
+    let setnum = arg_i64(&args[nk_idx])?;
+    if setnum < 1 {
+        return Err(CmdError::other(format!("ERR at least 1 input key is needed for '{name}' command")));
+    }
+    if setnum > (args.len() - nk_idx - 1) as i64 {
+        return Err(CmdError::Syntax);
+    }
+    let setnum = setnum as usize;
+    let keys = &args[nk_idx + 1..nk_idx + 1 + setnum];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut present = Vec::with_capacity(setnum);
+    for key in keys {
+        match ctx.ks.get(db, key, now).map(|e| &e.value) {
+            None => present.push(false),
+            Some(Value::ZSet(_) | Value::Set(_)) => present.push(true),
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    }
+    let mut weights = vec![1.0f64; setnum];
+    let mut agg = Aggregate::Sum;
+    let mut withscores = false;
+    let mut j = nk_idx + 1 + setnum;
+    while j < args.len() {
+        let remaining = args.len() - j;
+        if op != SetOp::Diff && remaining > setnum && opt_is(&args[j], "weights") {
+            for (i, w) in weights.iter_mut().enumerate() {
+                *w = parse_f64(&args[j + 1 + i]).ok_or_else(|| CmdError::other("ERR weight value is not a float"))?;
+            }
+            j += 1 + setnum;
+        } else if op != SetOp::Diff && remaining >= 2 && opt_is(&args[j], "aggregate") {
+            let a = &args[j + 1];
+            agg = if opt_is(a, "sum") {
+                Aggregate::Sum
+            } else if opt_is(a, "min") {
+                Aggregate::Min
+            } else if opt_is(a, "max") {
+                Aggregate::Max
+            } else {
+                return Err(CmdError::Syntax);
+            };
+            j += 2;
+        } else if dst.is_none() && opt_is(&args[j], "withscores") {
+            withscores = true;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let dbref = ctx.ks.db(db);
+    let mut srcs: Vec<(Src<'_>, f64)> = keys
+        .iter()
+        .zip(&present)
+        .zip(&weights)
+        .map(|((k, &p), &w)| {
+            let src = match dbref.peek(k).map(|e| &e.value) {
+                Some(Value::ZSet(z)) if p => Src::Z(z),
+                Some(Value::Set(s)) if p => Src::S(s),
+                _ => Src::Missing,
+            };
+            (src, w)
+        })
+        .collect();
+    let result = match op {
+        SetOp::Inter => {
+            srcs.sort_by_key(|(s, _)| s.len());
+            ops::inter(&srcs, agg)
+        }
+        SetOp::Union => {
+            srcs.sort_by_key(|(s, _)| s.len());
+            ops::union(&srcs, agg)
+        }
+        SetOp::Diff => ops::diff(&srcs),
+    };
+    let mut result = result;
+    ops::sort_pairs(&mut result);
+    match dst {
+        None => Ok(pairs_reply(ctx, result, withscores)),
+        Some(dst) => {
+            let (entries, value) = limits(ctx);
+            let maxlen = result.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+            let small = result.len() as i64 <= entries && maxlen as i64 <= value;
+            let mut z = if small { ZSetValue::new() } else { ZSetValue::new_skiplist() };
+            for (m, s) in &result {
+                z.insert(m, *s, i64::MAX, i64::MAX);
+            }
+            Ok(store_result(ctx, dst, z))
+        }
+    }
+}
+
+/// ```text
+/// ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]
+/// ```
+pub fn zinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, None, SetOp::Inter, "zinter")
+}
+
+/// ```text
+/// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]
+/// ```
+pub fn zinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, Some(&args[1]), SetOp::Inter, "zinterstore")
+}
+
+/// ```text
+/// ZUNION numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]
+/// ```
+pub fn zunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, None, SetOp::Union, "zunion")
+}
+
+/// ```text
+/// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]
+/// ```
+pub fn zunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, Some(&args[1]), SetOp::Union, "zunionstore")
+}
+
+/// ```text
+/// ZDIFF numkeys key [key ...] [WITHSCORES]
+/// ```
+pub fn zdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, None, SetOp::Diff, "zdiff")
+}
+
+/// ```text
+/// ZDIFFSTORE destination numkeys key [key ...]
+/// ```
+pub fn zdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    setop_generic(ctx, args, Some(&args[1]), SetOp::Diff, "zdiffstore")
+}
+
+/// ```text
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+/// ```
+pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mut cursor = ops::parse_cursor(&args[2]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let scan_reply = |cursor: u64, items: Vec<Reply>| Reply::Array(vec![Reply::bulk_string(cursor.to_string()), Reply::Array(items)]);
+    let Some(z) = read(ctx, &args[1], pick)? else {
+        return Ok(scan_reply(0, Vec::new()));
+    };
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let more = args.len() - i;
+        if opt_is(&args[i], "count") && more >= 2 {
+            count = arg_i64(&args[i + 1])?;
+            if count < 1 {
+                return Err(CmdError::Syntax);
+            }
+        } else if opt_is(&args[i], "match") && more >= 2 {
+            pattern = (&args[i + 1][..] != b"*").then_some(&args[i + 1][..]);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let mut found: Vec<(Bytes, f64)> = Vec::new();
+    if z.is_listpack() {
+        found = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        cursor = 0;
+    } else {
+        // Like Redis: at most COUNT*10 more buckets after the first, until COUNT entries
+        // (a member and its score count as two).
+        let mut budget = count.saturating_mul(10);
+        loop {
+            cursor = z.scan_step(cursor, |m, s| found.push((m.clone(), s)));
+            if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
+                break;
+            }
+            budget -= 1;
+        }
+    }
+    let items = found
+        .into_iter()
+        .filter(|(m, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)))
+        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::bulk_string(format_double(s))])
+        .collect();
+    Ok(scan_reply(cursor, items))
 }

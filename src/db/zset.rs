@@ -1,24 +1,372 @@
-//! The sorted set value type (placeholder until the data-types work gives it an ordered index).
+//! The sorted set value type: a member -> score table (O(1) ZSCORE, SCAN cursors, random
+//! members) plus an ordered skiplist with spans (O(log n) ranks and ranges), and the name of
+//! the encoding Redis would use (`listpack` while small, then `skiplist`, one way).
+//!
+//! While the set is "listpack", lex range searches scan linearly from an end, as Redis's
+//! listpack code does, so even sets whose members have different scores (where Redis leaves
+//! BYLEX results unspecified) answer exactly as Redis does.
 
-use std::collections::HashMap;
+#[path = "zset_ops.rs"]
+pub mod ops;
+#[path = "zset_skiplist.rs"]
+pub mod skiplist;
+
+use std::fmt;
 
 use bytes::Bytes;
 
+use super::KeyTable;
+pub use skiplist::{NodeId, SkipList};
+
+/// Heap bytes counted per element besides the member itself (node, links, table slot).
+const ENTRY_OVERHEAD: usize = 80;
+
 /// A sorted set. `mem` is kept up to date by every mutation so memory accounting is O(1).
-#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ZSetValue {
-    pub scores: HashMap<Bytes, f64>,
-    pub mem: usize,
+    dict: KeyTable<f64>,
+    list: SkipList,
+    listpack: bool,
+    mem: usize,
+}
+
+/// A score interval (`zrangespec`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreRange {
+    pub min: f64,
+    pub max: f64,
+    pub minex: bool,
+    pub maxex: bool,
+}
+
+impl ScoreRange {
+    pub fn gte_min(&self, v: f64) -> bool {
+        if self.minex {
+            v > self.min
+        } else {
+            v >= self.min
+        }
+    }
+
+    pub fn lte_max(&self, v: f64) -> bool {
+        if self.maxex {
+            v < self.max
+        } else {
+            v <= self.max
+        }
+    }
+
+    /// True for ranges that can never match anything.
+    pub fn is_empty(&self) -> bool {
+        self.min > self.max || (self.min == self.max && (self.minex || self.maxex))
+    }
+}
+
+/// One end of a lex interval: `-`, `+`, or a string (`[` inclusive, `(` exclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexEdge {
+    Min,
+    Max,
+    Val(Bytes),
+}
+
+/// A lex interval (`zlexrangespec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexRange {
+    pub min: LexEdge,
+    pub minex: bool,
+    pub max: LexEdge,
+    pub maxex: bool,
+}
+
+/// Redis's `sdscmplex`: `-` sorts before everything, `+` after.
+fn cmp_lex(a: &LexEdge, b: &LexEdge) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (LexEdge::Min, LexEdge::Min) | (LexEdge::Max, LexEdge::Max) => Equal,
+        (LexEdge::Min, _) | (_, LexEdge::Max) => Less,
+        (LexEdge::Max, _) | (_, LexEdge::Min) => Greater,
+        (LexEdge::Val(x), LexEdge::Val(y)) => x.cmp(y),
+    }
+}
+
+impl LexRange {
+    fn cmp_value(v: &[u8], edge: &LexEdge) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        match edge {
+            LexEdge::Min => Greater,
+            LexEdge::Max => Less,
+            LexEdge::Val(e) => v.cmp(e),
+        }
+    }
+
+    pub fn gte_min(&self, v: &[u8]) -> bool {
+        let c = Self::cmp_value(v, &self.min);
+        if self.minex {
+            c.is_gt()
+        } else {
+            c.is_ge()
+        }
+    }
+
+    pub fn lte_max(&self, v: &[u8]) -> bool {
+        let c = Self::cmp_value(v, &self.max);
+        if self.maxex {
+            c.is_lt()
+        } else {
+            c.is_le()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        let c = cmp_lex(&self.min, &self.max);
+        c.is_gt() || (c.is_eq() && (self.minex || self.maxex))
+    }
+}
+
+impl Default for ZSetValue {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl ZSetValue {
+    /// An empty set in the small (listpack) encoding.
+    pub fn new() -> Self {
+        ZSetValue { dict: KeyTable::new(), list: SkipList::new(), listpack: true, mem: 0 }
+    }
+
+    /// An empty set already in the skiplist encoding.
+    pub fn new_skiplist() -> Self {
+        ZSetValue { listpack: false, ..Self::new() }
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        "skiplist"
+        if self.listpack {
+            "listpack"
+        } else {
+            "skiplist"
+        }
+    }
+
+    pub fn is_listpack(&self) -> bool {
+        self.listpack
     }
 
     /// Approximate heap bytes held (O(1)).
     pub fn mem_usage(&self) -> usize {
         self.mem
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.dict.get(member).copied()
+    }
+
+    /// Adds a member that is not present, converting to the skiplist encoding first when
+    /// the set would outgrow the listpack limits (`zset-max-listpack-entries/value`).
+    pub fn insert(&mut self, member: &[u8], score: f64, max_entries: i64, max_value: i64) {
+        if self.listpack && (self.len() as i64 + 1 > max_entries || member.len() as i64 > max_value) {
+            self.listpack = false;
+        }
+        let score = self.stored(score);
+        let m = Bytes::copy_from_slice(member);
+        self.list.insert(score, m.clone());
+        self.dict.insert(m, score);
+        self.mem += member.len() + ENTRY_OVERHEAD;
+    }
+
+    /// A listpack keeps scores as text, where -0 reads back as 0.
+    fn stored(&self, score: f64) -> f64 {
+        if self.listpack && score == 0.0 {
+            0.0
+        } else {
+            score
+        }
+    }
+
+    /// Changes the score of a present member.
+    pub fn update(&mut self, member: &[u8], score: f64) {
+        let score = self.stored(score);
+        let Some(old) = self.dict.get_mut(member) else {
+            return;
+        };
+        let prev = std::mem::replace(old, score);
+        if let Some(m) = self.list.remove(prev, member) {
+            self.list.insert(score, m);
+        }
+    }
+
+    /// Removes a member; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let (_, score) = self.dict.remove(member)?;
+        self.list.remove(score, member);
+        self.mem -= member.len() + ENTRY_OVERHEAD;
+        Some(score)
+    }
+
+    /// The 0-based rank of a member.
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        self.list.rank(score, member)
+    }
+
+    pub fn at_rank(&self, rank: usize) -> Option<NodeId> {
+        self.list.at_rank(rank)
+    }
+
+    pub fn get(&self, id: NodeId) -> (&Bytes, f64) {
+        self.list.get(id)
+    }
+
+    pub fn next(&self, id: NodeId) -> Option<NodeId> {
+        self.list.next(id)
+    }
+
+    pub fn prev(&self, id: NodeId) -> Option<NodeId> {
+        self.list.prev(id)
+    }
+
+    pub fn first(&self) -> Option<NodeId> {
+        self.list.first()
+    }
+
+    pub fn last(&self) -> Option<NodeId> {
+        self.list.last()
+    }
+
+    /// `(member, score)` in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+        self.list.iter()
+    }
+
+    /// The element at a dense position of the member table (for uniform random picks).
+    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, f64)> {
+        self.dict.entry_at(index).map(|(m, s)| (m, *s))
+    }
+
+    /// One step of a SCAN over the member table (Redis's cursor semantics).
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes, f64)) -> u64 {
+        self.dict.scan_step(cursor, |m, s| visit(m, *s))
+    }
+
+    /// The skiplist, for structural checks.
+    pub fn index(&self) -> &SkipList {
+        &self.list
+    }
+
+    fn score_in_range(&self, r: &ScoreRange) -> bool {
+        if r.is_empty() {
+            return false;
+        }
+        match (self.last(), self.first()) {
+            (Some(l), Some(f)) => r.gte_min(self.get(l).1) && r.lte_max(self.get(f).1),
+            _ => false,
+        }
+    }
+
+    /// The first element in the score range, with its rank.
+    pub fn first_in_score(&self, r: &ScoreRange) -> Option<(usize, NodeId)> {
+        if !self.score_in_range(r) {
+            return None;
+        }
+        let (k, _) = self.list.prefix(|s, _| !r.gte_min(s));
+        let id = self.at_rank(k)?;
+        r.lte_max(self.get(id).1).then_some((k, id))
+    }
+
+    /// The last element in the score range, with its rank.
+    pub fn last_in_score(&self, r: &ScoreRange) -> Option<(usize, NodeId)> {
+        if !self.score_in_range(r) {
+            return None;
+        }
+        let (k, id) = self.list.prefix(|s, _| r.lte_max(s));
+        let id = id?;
+        r.gte_min(self.get(id).1).then_some((k - 1, id))
+    }
+
+    fn lex_in_range(&self, r: &LexRange) -> bool {
+        if r.is_empty() {
+            return false;
+        }
+        match (self.last(), self.first()) {
+            (Some(l), Some(f)) => r.gte_min(self.get(l).0) && r.lte_max(self.get(f).0),
+            _ => false,
+        }
+    }
+
+    /// The first element in the lex range, with its rank.
+    pub fn first_in_lex(&self, r: &LexRange) -> Option<(usize, NodeId)> {
+        if !self.lex_in_range(r) {
+            return None;
+        }
+        let (k, id) = if self.listpack {
+            let mut k = 0;
+            let mut cur = self.first();
+            while let Some(id) = cur {
+                if r.gte_min(self.get(id).0) {
+                    break;
+                }
+                k += 1;
+                cur = self.next(id);
+            }
+            (k, cur?)
+        } else {
+            let (k, _) = self.list.prefix(|_, m| !r.gte_min(m));
+            (k, self.at_rank(k)?)
+        };
+        r.lte_max(self.get(id).0).then_some((k, id))
+    }
+
+    /// The last element in the lex range, with its rank.
+    pub fn last_in_lex(&self, r: &LexRange) -> Option<(usize, NodeId)> {
+        if !self.lex_in_range(r) {
+            return None;
+        }
+        let (k, id) = if self.listpack {
+            let mut k = self.len();
+            let mut cur = self.last();
+            while let Some(id) = cur {
+                k -= 1;
+                if r.lte_max(self.get(id).0) {
+                    break;
+                }
+                cur = self.prev(id);
+            }
+            (k, cur?)
+        } else {
+            let (k, id) = self.list.prefix(|_, m| r.lte_max(m));
+            (k.checked_sub(1)?, id?)
+        };
+        r.gte_min(self.get(id).0).then_some((k, id))
+    }
+}
+
+impl Clone for ZSetValue {
+    fn clone(&self) -> Self {
+        let mut dict = KeyTable::new();
+        for (m, s) in self.list.iter() {
+            dict.insert(m.clone(), s);
+        }
+        ZSetValue { dict, list: self.list.clone(), listpack: self.listpack, mem: self.mem }
+    }
+}
+
+impl PartialEq for ZSetValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+
+impl fmt::Debug for ZSetValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
