@@ -821,3 +821,23 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         .collect();
     Ok(scan_reply(cursor, items))
 }
+
+pub fn bzpopmin(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR not implemented yet"))
+}
+
+pub fn bzpopmax(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR not implemented yet"))
+}
+
+pub fn bzmpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR not implemented yet"))
+}
+
+pub fn zrevrange(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR not implemented yet"))
+}
+
+pub fn zintercard(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR not implemented yet"))
+}
