@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Data-type throughput and memory, side by side: redis-benchmark against redis-server and
+# vermilion-server started with the same settings, in the same run.
+#
+# Rows: LPUSH, RPOP, LRANGE_100, SADD, SPOP, HSET, ZADD (redis-benchmark's own tests),
+# ZRANGEBYSCORE on a 100k-member sorted set, GEOADD, and GEOSEARCH (radius 5 km) on a key of
+# GEO_MEMBERS (default 1,000,000) members spread over a 100 km square.
+# Then memory: 1,000,000 small hashes and 1,000,000 sorted-set members, compared as the growth
+# of Redis's used_memory and of Vermilion's resident set size (what the process really holds).
+#
+# Usage: benches/compare-types.sh [requests-per-test] [clients]
+#   env: PIPELINES (default "1 16"), GEO_MEMBERS, MEM_KEYS (default 1000000), SKIP_MEMORY=1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-100000}
+CLIENTS=${2:-50}
+PIPELINES=${PIPELINES:-"1 16"}
+GEO_MEMBERS=${GEO_MEMBERS:-1000000}
+MEM_KEYS=${MEM_KEYS:-1000000}
+
+cargo build --release --quiet --bin vermilion-server
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+RPORT=$(port); VPORT=$(port)
+WORK=$(mktemp -d)
+start() {
+  redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+  RPID=$!
+  target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
+  VPID=$!
+  for p in "$RPORT" "$VPORT"; do
+    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  done
+}
+stop() { kill "$RPID" "$VPID" 2>/dev/null || true; wait "$RPID" "$VPID" 2>/dev/null || true; }
+trap 'stop; rm -rf "$WORK"' EXIT
+start
+
+rps() { # port pipeline args...
+  local p=$1 pl=$2; shift 2
+  redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P "$pl" -r 100000 --csv "$@" 2>/dev/null | awk -F'"' 'NR==2 {print $4}'
+}
+row() { # label pipeline args...
+  local label=$1 pl=$2; shift 2
+  local r v
+  r=$(rps "$RPORT" "$pl" "$@"); v=$(rps "$VPORT" "$pl" "$@")
+  python3 -c "r=float('${r:-0}'); v=float('${v:-0}'); print('%-15s %4s %12.0f %12.0f %7.2f' % ('$label', '$pl', r, v, v/r if r else 0))"
+}
+
+# Data for the read rows, identical on both servers.
+python3 - "$GEO_MEMBERS" >"$WORK/geo.resp" <<'PY'
+import random, sys
+random.seed(7)
+n = int(sys.argv[1])
+out = sys.stdout
+for i in range(0, n, 100):
+    args = [b"GEOADD", b"geobig"]
+    for j in range(i, min(n, i + 100)):
+        # A ~100 km square around (13.4, 52.5).
+        lon = 13.4 + (random.random() - 0.5) * 1.47
+        lat = 52.5 + (random.random() - 0.5) * 0.9
+        args += [b"%.6f" % lon, b"%.6f" % lat, b"m%d" % j]
+    out.write("*%d\r\n" % len(args))
+    for a in args:
+        out.write("$%d\r\n%s\r\n" % (len(a), a.decode()))
+PY
+for p in "$RPORT" "$VPORT"; do
+  redis-cli -p "$p" --pipe <"$WORK/geo.resp" >/dev/null
+  redis-benchmark -p "$p" -c 50 -n 100000 -r 100000 -t zadd -q >/dev/null 2>&1
+done
+
+printf '%-15s %4s %12s %12s %7s\n' test P redis vermilion ratio
+for pl in $PIPELINES; do
+  for t in lpush rpop lrange_100 sadd spop hset zadd; do row "$t" "$pl" -t "$t"; done
+  row zrangebyscore "$pl" ZRANGEBYSCORE myzset 0 100000 LIMIT 0 10
+  row geoadd "$pl" GEOADD geo 13.__rand_int__ 52.__rand_int__ m:__rand_int__
+  N=$(( N / 50 )) row geosearch_5km "$pl" GEOSEARCH geobig FROMLONLAT 13.4 52.5 BYRADIUS 5 km
+done
+
+[ "${SKIP_MEMORY:-0}" = 1 ] && exit 0
+echo
+echo "memory for $MEM_KEYS small hashes (HSET key:i f v) and $MEM_KEYS sorted-set members"
+stop; start
+used() { redis-cli -p "$RPORT" info memory | awk -F: '/^used_memory:/ {print $2+0}'; }
+rss() { awk '{print $2 * 4096}' "/proc/$VPID/statm"; }
+measure() { # label generator
+  local label=$1 gen=$2 r0 v0 r1 v1
+  python3 -c "$gen" "$MEM_KEYS" >"$WORK/mem.resp"
+  r0=$(used); v0=$(rss)
+  redis-cli -p "$RPORT" --pipe <"$WORK/mem.resp" >/dev/null
+  redis-cli -p "$VPORT" --pipe <"$WORK/mem.resp" >/dev/null
+  sleep 1
+  r1=$(used); v1=$(rss)
+  python3 -c "n=$MEM_KEYS; r=($r1-$r0)/n; v=($v1-$v0)/n; print('%-22s redis %6.1f B/item   vermilion %6.1f B/item   ratio %.2f' % ('$label', r, v, v/r))"
+}
+measure small_hashes 'import sys
+n=int(sys.argv[1])
+for i in range(n):
+    k=b"key:%d"%i
+    sys.stdout.write("*4\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n$1\r\nf\r\n$1\r\nv\r\n"%(len(k),k.decode()))'
+measure zset_members 'import sys
+n=int(sys.argv[1])
+for i in range(0,n,100):
+    a=["ZADD","bigz"]
+    for j in range(i,min(n,i+100)):
+        a+=[str(j),"member:%d"%j]
+    sys.stdout.write("*%d\r\n"%len(a)+"".join("$%d\r\n%s\r\n"%(len(x),x) for x in a))'
