@@ -198,6 +198,10 @@ impl ZSetValue {
         let Some(old) = self.dict.get_mut(member) else {
             return;
         };
+        // Same score (0 == -0 included, as C compares them): nothing moves, like Redis.
+        if *old == score {
+            return;
+        }
         let prev = std::mem::replace(old, score);
         if let Some(m) = self.list.remove(prev, member) {
             self.list.insert(score, m);
