@@ -22,6 +22,7 @@ fn bench(c: &mut Criterion) {
         laddr: "127.0.0.1:6379".into(),
         tx,
         flags: Arc::new(ConnFlags::default()),
+        sock: None,
     });
     let mut group = c.benchmark_group("executor");
     let cases: Vec<(&str, Vec<Vec<Bytes>>)> = vec![

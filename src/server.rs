@@ -59,7 +59,13 @@ async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: Execut
     let (tx, mut rx) = unbounded_channel();
     let flags = Arc::new(ConnFlags::default());
     flags.authenticated.store(!limits.auth_required.load(Ordering::Relaxed), Ordering::Relaxed);
-    let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone() };
+    // The executor writes replies itself through a duplicate of the socket (non-blocking,
+    // like the original); the task writes only what would have blocked.
+    let dup = {
+        use std::os::fd::AsFd;
+        sock.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from)
+    };
+    let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone(), sock: dup };
     if exec.tx.send(connect).is_ok() {
         run_connection(&mut sock, id, &exec, &mut rx, &flags).await;
     }
@@ -77,28 +83,20 @@ async fn run_connection(
     let (mut reader, mut writer) = sock.split();
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut decoder = RequestDecoder::new();
-    let mut waiting = false;
+    // After a protocol error the last batch is on its way: read nothing more.
+    let mut closing = false;
     loop {
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
+        let at_limit = flags.inflight.load(Ordering::Acquire) >= MAX_INFLIGHT;
         tokio::select! {
             out = rx.recv() => {
                 match out {
                     Some(ClientOutput::Replies(bytes)) => {
-                        waiting = false;
-                        if writer.write_all(&bytes).await.is_err() {
-                            return;
-                        }
-                        // Input that arrived meanwhile is decoded now.
-                        match dispatch(&mut buf, &mut decoder, id, exec, flags) {
-                            Dispatch::Sent => waiting = true,
-                            Dispatch::Nothing => {}
-                            Dispatch::Close => return,
-                        }
-                    }
-                    Some(ClientOutput::Partial(bytes)) => {
-                        if writer.write_all(&bytes).await.is_err() {
+                        let ok = writer.write_all(&bytes).await.is_ok();
+                        flags.task_pending.fetch_sub(bytes.len() as u64, Ordering::AcqRel);
+                        if !ok {
                             return;
                         }
                     }
@@ -110,18 +108,14 @@ async fn run_connection(
                     None => return,
                 }
             }
-            // While a batch is in flight (possibly blocked for long), keep reading a little so
-            // a disconnect is noticed, but never more than WAITING_READ_CAP.
-            read = reader.read_buf(&mut buf), if !waiting || buf.len() < WAITING_READ_CAP => {
+            _ = flags.resume.notified(), if at_limit && !closing => {}
+            read = reader.read_buf(&mut buf), if !at_limit && !closing => {
                 match read {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {}
                 }
-                if waiting {
-                    continue;
-                }
                 match dispatch(&mut buf, &mut decoder, id, exec, flags) {
-                    Dispatch::Sent => waiting = true,
+                    Dispatch::Sent { last } => closing = last,
                     Dispatch::Nothing => {}
                     Dispatch::Close => return,
                 }
@@ -130,11 +124,15 @@ async fn run_connection(
     }
 }
 
-/// Input a connection buffers while waiting for its batch's replies.
-const WAITING_READ_CAP: usize = 64 * 1024;
+/// Batches a connection may have in flight before it stops reading (backpressure for
+/// clients that pipeline without reading their replies).
+pub const MAX_INFLIGHT: u64 = 16;
 
 enum Dispatch {
-    Sent,
+    /// `last`: the batch ends with a protocol error; the connection closes after it.
+    Sent {
+        last: bool,
+    },
     Nothing,
     Close,
 }
@@ -169,8 +167,11 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     if cmds.is_empty() && protocol_error.is_none() {
         return Dispatch::Nothing;
     }
+    let last = protocol_error.is_some();
+    // Counted before sending, so the executor's decrement can never come first.
+    flags.inflight.fetch_add(1, Ordering::AcqRel);
     if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
         return Dispatch::Close;
     }
-    Dispatch::Sent
+    Dispatch::Sent { last }
 }

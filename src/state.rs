@@ -17,10 +17,9 @@ pub type ClientId = u64;
 /// What the executor sends a connection task.
 #[derive(Debug)]
 pub enum ClientOutput {
-    /// The encoded replies to one batch of commands, in order.
+    /// Encoded replies the executor could not write to the socket itself (it would have
+    /// blocked): the connection task writes them, in order, then lowers `task_pending`.
     Replies(Vec<u8>),
-    /// Replies that precede a blocked command in its batch: written now, the batch goes on.
-    Partial(Vec<u8>),
     /// Write these bytes, then close the connection.
     Close(Vec<u8>),
 }
@@ -63,6 +62,14 @@ pub struct ConnFlags {
     pub authenticated: AtomicBool,
     /// Bytes waiting in the connection's query buffer (for CLIENT LIST `qbuf`).
     pub qbuf: AtomicU64,
+    /// Batches sent to the executor and not yet answered; the task stops reading at
+    /// `MAX_INFLIGHT` so a client that pipelines without reading cannot pile up work.
+    pub inflight: AtomicU64,
+    /// Reply bytes handed to the task and not yet written: while nonzero the executor must
+    /// not write to the socket itself, or replies would overtake each other.
+    pub task_pending: AtomicU64,
+    /// Wakes a task waiting for `inflight` to drop below the limit.
+    pub resume: tokio::sync::Notify,
 }
 
 /// One connected client, as the executor sees it.
@@ -85,6 +92,13 @@ pub struct Client {
     pub out: Vec<u8>,
     pub tx: UnboundedSender<ClientOutput>,
     pub flags: Arc<ConnFlags>,
+    /// A second handle on the (non-blocking) socket: the executor writes replies directly,
+    /// saving a hop through the connection task; `None` in benches without sockets.
+    pub sock: Option<std::net::TcpStream>,
+    /// Batches received and not finished (more than one while blocked).
+    pub open_batches: u64,
+    /// Batches finished since the last release (lowers `ConnFlags::inflight`).
+    pub completed_batches: u64,
     /// Set by a blocking command's handler when it has nothing to serve yet.
     pub block_request: Option<crate::commands::BlockRequest>,
     /// While parked: the batch it was running and where it stopped.
@@ -131,6 +145,9 @@ impl Client {
             out: Vec::new(),
             tx,
             flags,
+            sock: None,
+            open_batches: 0,
+            completed_batches: 0,
             block_request: None,
             blocked: None,
         }

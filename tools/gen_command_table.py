@@ -62,7 +62,10 @@ def doc(v):
         if len(v) % 2 == 0 and v and all(isinstance(v[i], str) for i in range(0, len(v), 2)) and v[0] in (
             "flags", "notes", "begin_search", "find_keys", "type", "spec", "index", "keyword",
             "startfrom", "lastkey", "keystep", "limit", "keynumidx", "firstkey"):
-            return "Doc::Map(&[%s])" % ", ".join("(%s, %s)" % (rust_str(v[i]), doc(v[i + 1])) for i in range(0, len(v), 2))
+            # An empty `spec` is an empty map (RESP3 `%0`), not an empty list.
+            return "Doc::Map(&[%s])" % ", ".join(
+                "(%s, %s)" % (rust_str(v[i]), "Doc::Map(&[])" if v[i] == "spec" and v[i + 1] == [] else doc(v[i + 1]))
+                for i in range(0, len(v), 2))
         return "Doc::Arr(&[%s])" % ", ".join(doc(x) for x in v)
     raise RuntimeError(v)
 

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::commands::{BlockRequest, CommandSpec};
-use crate::state::{Blocked, Client, ClientId, ClientOutput};
+use crate::state::{Blocked, Client, ClientId};
 
 impl Executor {
     /// Parks `client` on the keys of `request`, keeping `cmds[index..]` for later.
@@ -34,9 +34,8 @@ impl Executor {
             self.timeouts.insert((deadline, client.id));
         }
         // What the batch answered before this command goes out now, as Redis would.
-        if !client.out.is_empty() {
-            let _ = client.tx.send(ClientOutput::Partial(std::mem::take(&mut client.out)));
-        }
+        let out = std::mem::take(&mut client.out);
+        Self::send_output(client, out);
         client.blocked = Some(Blocked {
             cmds,
             index,
@@ -115,9 +114,7 @@ impl Executor {
     /// again).
     fn resume(&mut self, client: &mut Client, blocked: Blocked) {
         self.run_commands(client, blocked.cmds, blocked.index + 1, blocked.protocol_error);
-        if client.blocked.is_none() {
-            self.touched.push(client.id);
-        }
+        self.finish_step(client);
     }
 
     /// Answers every parked client whose deadline has passed.

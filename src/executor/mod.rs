@@ -35,6 +35,8 @@ pub enum Request {
         laddr: String,
         tx: UnboundedSender<ClientOutput>,
         flags: Arc<ConnFlags>,
+        /// A duplicate of the socket for direct reply writes (`None`: always through `tx`).
+        sock: Option<std::net::TcpStream>,
     },
     /// Every complete command read in one go, plus the protocol error that ended the read, if
     /// any (answered after the commands, then the connection closes, as Redis does).
@@ -114,7 +116,7 @@ impl Executor {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
             }
-            match Self::next_request(&rx, wait) {
+            match rx.recv_timeout(wait) {
                 Ok(req) => {
                     self.handle(req);
                     for _ in 1..MAX_BATCH {
@@ -143,29 +145,15 @@ impl Executor {
         }
     }
 
-    /// Waits for the next request. A short spin first: under load the next batch is usually
-    /// microseconds away, and a futex sleep plus wake-up costs more than that (VERMILION_SPIN
-    /// sets the number of polls, 0 disables).
-    fn next_request(rx: &Receiver<Request>, wait: Duration) -> Result<Request, RecvTimeoutError> {
-        static SPIN: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let spins = *SPIN.get_or_init(|| std::env::var("VERMILION_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
-        for _ in 0..spins {
-            match rx.try_recv() {
-                Ok(req) => return Ok(req),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-            }
-        }
-        rx.recv_timeout(wait)
-    }
-
     /// Handles one request (public so benches can drive the executor without sockets).
     pub fn handle(&mut self, req: Request) {
         match req {
-            Request::Connect { id, addr, laddr, tx, flags } => {
+            Request::Connect { id, addr, laddr, tx, flags, sock } => {
                 let authed = self.server.config.get("requirepass").is_empty();
                 self.server.stats.total_connections_received += 1;
-                self.server.clients.insert(id, Client::new(id, addr, laddr, tx, flags, authed));
+                let mut client = Client::new(id, addr, laddr, tx, flags, authed);
+                client.sock = sock;
+                self.server.clients.insert(id, client);
             }
             Request::Disconnect { id } => {
                 self.remove_client(id);
@@ -176,12 +164,19 @@ impl Executor {
                 };
                 self.now_ms = crate::clock::now_ms();
                 client.last_interaction = Instant::now();
-                self.run_commands(&mut client, cmds, 0, protocol_error);
-                let parked = client.blocked.is_some();
-                self.server.clients.insert(id, client);
-                if !parked {
-                    self.touched.push(id);
+                client.open_batches += 1;
+                if let Some(blocked) = client.blocked.as_mut() {
+                    // A pipeline that goes on behind a blocked command waits with it.
+                    blocked.cmds.extend(cmds);
+                    if blocked.protocol_error.is_none() {
+                        blocked.protocol_error = protocol_error;
+                    }
+                    self.server.clients.insert(id, client);
+                    return;
                 }
+                self.run_commands(&mut client, cmds, 0, protocol_error);
+                self.finish_step(&mut client);
+                self.server.clients.insert(id, client);
                 self.serve_ready();
             }
             Request::Signal { name } => {
@@ -208,6 +203,43 @@ impl Executor {
         if let Some(err) = protocol_error {
             encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
             client.close_after_reply = true;
+        }
+    }
+
+    /// After running a client's commands: unless it is parked, every open batch is done and
+    /// its replies are due.
+    fn finish_step(&mut self, client: &mut Client) {
+        if client.blocked.is_none() {
+            client.completed_batches += std::mem::take(&mut client.open_batches);
+            self.touched.push(client.id);
+        }
+    }
+
+    /// Writes reply bytes to the client's socket from here when nothing is queued in its
+    /// task and the socket takes them; whatever is left goes through the task, in order.
+    fn send_output(client: &mut Client, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut written = 0;
+        if client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            if let Some(sock) = client.sock.as_mut() {
+                use std::io::Write;
+                while written < bytes.len() {
+                    match sock.write(&bytes[written..]) {
+                        Ok(0) => break,
+                        Ok(n) => written += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        // WouldBlock (socket full) or a broken connection: the task deals.
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+        if written < bytes.len() {
+            let rest = bytes[written..].to_vec();
+            client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel);
+            let _ = client.tx.send(ClientOutput::Replies(rest));
         }
     }
 
@@ -312,8 +344,18 @@ impl Executor {
             let Some(client) = self.server.clients.get_mut(&id) else { continue };
             let out = std::mem::take(&mut client.out);
             self.server.stats.net_output_bytes += out.len() as u64;
-            let msg = if client.close_after_reply { ClientOutput::Close(out) } else { ClientOutput::Replies(out) };
-            let _ = client.tx.send(msg);
+            if client.close_after_reply {
+                let _ = client.tx.send(ClientOutput::Close(out));
+                continue;
+            }
+            Self::send_output(client, out);
+            let done = std::mem::take(&mut client.completed_batches);
+            if done > 0 {
+                let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);
+                if before >= crate::server::MAX_INFLIGHT {
+                    client.flags.resume.notify_one();
+                }
+            }
         }
         for id in std::mem::take(&mut self.server.kill_list) {
             if let Some(client) = self.remove_client(id) {
