@@ -4,9 +4,9 @@
 //! # Layout
 //!
 //! ```text
-//!  server (tokio: listeners, one task per connection, decode + write)
-//!     │  Request::Commands (a batch of argv)         ▲ ClientOutput::Replies (encoded bytes)
-//!     ▼                                              │
+//!  server (tokio: listeners, one task per connection: read + decode)
+//!     │  Request::Commands (a batch of argv)    ▲ replies: written to the socket by the
+//!     ▼                                         │ executor, or by the task if it would block
 //!  executor (one thread: owns Keyspace + ServerState, runs commands, cron)
 //!     │
 //!     ├── commands (table as data, dispatcher checks, one file per group)
