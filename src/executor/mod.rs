@@ -2,13 +2,15 @@
 //!
 //! Connection tasks send [`Request`]s over one channel. Each turn the executor drains every
 //! pending request (a batch across clients), runs the commands in arrival order, then
-//! releases each client's accumulated replies with one message, so a pipeline of N commands
+//! releases each client's accumulated replies with one write, so a pipeline of N commands
 //! costs one wake-up and one write. Between batches it runs the periodic `cron` (active
 //! expiry). Atomicity of every command follows from there being one thread.
 //!
 //! Replies are encoded here, not in the connection task: the reply is then copied once, from
 //! the value straight into the output buffer, and the client's protocol version (which HELLO
-//! changes mid-pipeline) is known exactly where the reply is produced.
+//! changes mid-pipeline) is known exactly where the reply is produced. They are written to
+//! the socket from here too (a non-blocking duplicate of the connection's fd), which saves
+//! the hop back to the connection task; only bytes that would block go through the task.
 
 mod blocking;
 
