@@ -103,6 +103,18 @@ pub struct Client {
     pub block_request: Option<crate::commands::BlockRequest>,
     /// While parked: the batch it was running and where it stopped.
     pub blocked: Option<Blocked>,
+    /// Inside EXEC (or, later, a script): blocking commands answer as if timed out.
+    pub deny_blocking: bool,
+    /// Between MULTI and EXEC: the queued commands.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub multi_dirty: bool,
+    /// Set by EXEC's handler: the executor runs the queue.
+    pub exec_requested: bool,
+    /// WATCHed (db, key) pairs.
+    pub watched: Vec<(usize, Bytes)>,
+    /// A watched key changed: EXEC answers a null array.
+    pub cas_dirty: bool,
 }
 
 /// A client waiting in a blocking command, with the rest of its pipeline.
@@ -150,6 +162,12 @@ impl Client {
             completed_batches: 0,
             block_request: None,
             blocked: None,
+            deny_blocking: false,
+            multi: None,
+            multi_dirty: false,
+            exec_requested: false,
+            watched: Vec::new(),
+            cas_dirty: false,
         }
     }
 
@@ -245,6 +263,11 @@ pub struct ServerState {
     pub shutdown: Option<ShutdownRequest>,
     /// Clients to disconnect after this batch (CLIENT KILL).
     pub kill_list: Vec<ClientId>,
+    /// Who WATCHes each (db, key).
+    pub watchers: HashMap<(usize, Bytes), Vec<ClientId>>,
+    /// Keys a command modified beyond its key positions (MOVE's and COPY's destination
+    /// database), for the executor to signal after the command.
+    pub also_modified: Vec<(usize, Bytes)>,
     pub rng_state: u64,
     /// Cached from the config: the slow log threshold in µs (-1: disabled).
     pub slowlog_threshold_us: i64,
@@ -284,6 +307,8 @@ impl ServerState {
             executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             shutdown: None,
             kill_list: Vec::new(),
+            watchers: HashMap::new(),
+            also_modified: Vec::new(),
             rng_state: seed | 1,
             slowlog_threshold_us,
             active_expire_enabled: true,

@@ -138,6 +138,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// RESET
 /// ```
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    super::transactions::discard_transaction(ctx);
     let client = &mut *ctx.client;
     client.db = 0;
     client.proto = ProtocolVersion::Resp2;
@@ -180,15 +181,22 @@ fn client_line(c: &Client) -> String {
     let qbuf = c.flags.qbuf.load(Ordering::Relaxed);
     let name = c.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
+    let (flags, multi) = match &c.multi {
+        Some(q) => ("x", q.len() as i64),
+        None if c.blocked.is_some() => ("b", -1),
+        None => ("N", -1),
+    };
     format!(
-        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,
         c.addr,
         c.laddr,
         name,
         age,
         idle,
+        flags,
         c.db,
+        multi,
         qbuf,
         16384u64.saturating_sub(qbuf),
         16384 + qbuf + c.out.capacity() as u64,

@@ -416,6 +416,8 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     if let Some(entry) = ctx.ks.db_mut(src).remove(key) {
         ctx.ks.db_mut(dst).insert_entry(key.clone(), entry);
+        // The destination database's copy is a change too (watchers, blocked clients).
+        ctx.server.also_modified.push((dst, key.clone()));
     }
     ctx.dirty(1);
     Ok(Reply::Int(1))
@@ -455,6 +457,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     // The copy is a new object: fresh access data.
     ctx.ks.db_mut(dst_db).insert_entry(dst.clone(), Entry::new(value, expire_at, now));
+    ctx.server.also_modified.push((dst_db, dst.clone()));
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }

@@ -551,6 +551,8 @@ fn blocking_move(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout_
     let deadline = parse_block_timeout(timeout_arg, ctx.now_ms)?;
     let (db, now) = (ctx.db(), ctx.now_ms);
     match ctx.ks.get_mut(db, &args[1], now).map(|e| matches!(e.value, Value::List(_))) {
+        // Where it may not block (in EXEC), Redis answers a null bulk here, not a null array.
+        None if ctx.client.deny_blocking => Ok(Reply::Nil),
         None => Ok(block(ctx, &args[1..2], deadline)),
         Some(false) => Err(CmdError::WrongType),
         Some(true) => lmove_generic(ctx, &args[1], &args[2], from, to),

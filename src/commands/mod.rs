@@ -22,6 +22,7 @@ mod sort;
 mod spec;
 mod strings;
 mod table;
+pub mod transactions;
 mod zsets;
 
 pub use error::CmdError;

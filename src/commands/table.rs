@@ -3,7 +3,9 @@
 //! One entry per command, a few lines each; rustfmt leaves the layout alone.
 
 use super::spec::{CommandSpec, Doc, Flag, Group};
-use super::{bitmaps, connection, geo, hashes, hll, introspection, keys, lists, server, sets, sort, strings, zsets, CmdError, Ctx};
+use super::{
+    bitmaps, connection, geo, hashes, hll, introspection, keys, lists, server, sets, sort, strings, transactions, zsets, CmdError, Ctx,
+};
 use crate::protocol::Reply;
 use bytes::Bytes;
 
@@ -1231,7 +1233,37 @@ pub static COMMANDS: &[CommandSpec] = &[
         group: Group::Generic, summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", since: "7.0.0",
         complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).", doc_flags: &[],
         handler: sort::sort_ro, subcommands: &[] },
+    CommandSpec { id: 202, name: "multi", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::AllowBusy], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@fast", "@transaction"], tips: &[],
+        key_specs: &[],
+        group: Group::Transactions, summary: "Mark the start of a transaction block", since: "1.2.0",
+        complexity: "O(1)", doc_flags: &[],
+        handler: transactions::multi, subcommands: &[] },
+    CommandSpec { id: 203, name: "exec", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::SkipSlowlog], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@slow", "@transaction"], tips: &[],
+        key_specs: &[],
+        group: Group::Transactions, summary: "Execute all commands issued after MULTI", since: "1.2.0",
+        complexity: "Depends on commands in the transaction", doc_flags: &[],
+        handler: transactions::exec, subcommands: &[] },
+    CommandSpec { id: 204, name: "discard", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::AllowBusy], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@fast", "@transaction"], tips: &[],
+        key_specs: &[],
+        group: Group::Transactions, summary: "Discard all commands issued after MULTI", since: "2.0.0",
+        complexity: "O(N), when N is the number of queued commands", doc_flags: &[],
+        handler: transactions::discard, subcommands: &[] },
+    CommandSpec { id: 205, name: "watch", arity: -2, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::AllowBusy], first_key: 1, last_key: -1, key_step: 1,
+        acl: &["@fast", "@transaction"], tips: &[],
+        key_specs: &[Doc::Map(&[("flags", Doc::Arr(&[Doc::Str("RO")])), ("begin_search", Doc::Map(&[("type", Doc::Str("index")), ("spec", Doc::Map(&[("index", Doc::Int(1))]))])), ("find_keys", Doc::Map(&[("type", Doc::Str("range")), ("spec", Doc::Map(&[("lastkey", Doc::Int(-1)), ("keystep", Doc::Int(1)), ("limit", Doc::Int(0))]))]))])],
+        group: Group::Transactions, summary: "Watch the given keys to determine execution of the MULTI/EXEC block", since: "2.2.0",
+        complexity: "O(1) for every key.", doc_flags: &[],
+        handler: transactions::watch, subcommands: &[] },
+    CommandSpec { id: 206, name: "unwatch", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::AllowBusy], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@fast", "@transaction"], tips: &[],
+        key_specs: &[],
+        group: Group::Transactions, summary: "Forget about all watched keys", since: "2.2.0",
+        complexity: "O(1)", doc_flags: &[],
+        handler: transactions::unwatch, subcommands: &[] },
 ];
 
 /// Number of entries (commands and subcommands): ids are below this.
-pub const COMMAND_IDS: usize = 202;
+pub const COMMAND_IDS: usize = 207;

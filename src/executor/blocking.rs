@@ -11,7 +11,7 @@
 use bytes::Bytes;
 
 use super::Executor;
-use crate::commands::{BlockRequest, CommandSpec};
+use crate::commands::BlockRequest;
 use crate::state::{Blocked, Client, ClientId};
 
 impl Executor {
@@ -63,13 +63,11 @@ impl Executor {
         }
     }
 
-    /// After a write command: the keys it may have filled that someone waits on.
-    pub(super) fn signal_keys(&mut self, cmd: &CommandSpec, args: &[Bytes], db: usize) {
-        for pos in cmd.key_positions(args.len()) {
-            let slot = (db, args[pos].clone());
-            if self.blocking.contains_key(&slot) && !self.ready.contains(&slot) {
-                self.ready.push_back(slot);
-            }
+    /// After a write: if someone waits on this key, serve them once the command is over.
+    pub(super) fn signal_key(&mut self, db: usize, key: Bytes) {
+        let slot = (db, key);
+        if self.blocking.contains_key(&slot) && !self.ready.contains(&slot) {
+            self.ready.push_back(slot);
         }
     }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::commands::{self, Ctx, Flag, Resolved};
+use crate::commands::{self, CommandSpec, Ctx, Flag, Resolved};
 use crate::config::Config;
 use crate::db::Keyspace;
 use crate::log;
@@ -74,6 +74,8 @@ pub struct Executor {
     ready: VecDeque<(usize, Bytes)>,
     /// Deadlines of parked clients.
     timeouts: BTreeSet<(i64, ClientId)>,
+    /// How much of `Keyspace::expired` has been signalled to watchers.
+    expired_seen: usize,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -95,6 +97,7 @@ impl Executor {
             blocking: HashMap::new(),
             ready: VecDeque::new(),
             timeouts: BTreeSet::new(),
+            expired_seen: 0,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -261,6 +264,8 @@ impl Executor {
         if let Some(blocked) = client.blocked.take() {
             self.unpark(id, &blocked);
         }
+        let mut ctx = Ctx { ks: &mut self.ks, client: &mut client, server: &mut self.server, now_ms: self.now_ms };
+        commands::transactions::discard_transaction(&mut ctx);
         Some(client)
     }
 
@@ -269,25 +274,52 @@ impl Executor {
     pub fn execute(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
         let cmd = match commands::resolve(args) {
             Resolved::Found(cmd) => cmd,
-            Resolved::Unknown => return commands::unknown_command_error(args),
-            Resolved::UnknownSubcommand => return commands::unknown_subcommand_error(args),
+            Resolved::Unknown => return Self::reject(client, commands::unknown_command_error(args)),
+            Resolved::UnknownSubcommand => return Self::reject(client, commands::unknown_subcommand_error(args)),
             Resolved::WrongArity(cmd) => {
                 self.server.stats.command(cmd.id).rejected_calls += 1;
-                return commands::wrong_arity_error(cmd);
+                let err = commands::wrong_arity_error(cmd);
+                if cmd.name == "exec" {
+                    // Redis discards the transaction and says why (execCommandAbort).
+                    client.multi = None;
+                    let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+                    commands::transactions::discard_transaction(&mut ctx);
+                    let Reply::Error(text) = err else { return err };
+                    let text = text.strip_prefix("ERR ").unwrap_or(&text);
+                    return Reply::Error(format!("EXECABORT Transaction discarded because of: {text}").into());
+                }
+                return Self::reject(client, err);
             }
         };
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
             self.server.stats.command(cmd.id).rejected_calls += 1;
-            return Reply::error("NOAUTH Authentication required.");
+            return Self::reject(client, Reply::error("NOAUTH Authentication required."));
+        }
+        // Inside MULTI everything but the transaction commands themselves is queued.
+        if let Some(queue) = client.multi.as_mut() {
+            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+                if cmd.has(Flag::NoMulti) {
+                    client.multi_dirty = true;
+                    return Reply::error("ERR Command not allowed inside a transaction");
+                }
+                queue.push(args.to_vec());
+                return Reply::status("QUEUED");
+            }
         }
         client.last_cmd = cmd.name;
+        let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
+        let dirty_before = self.server.dirty;
         let start = Instant::now();
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-        let reply = commands::call(cmd, &mut ctx, args);
-        if !self.blocking.is_empty() && cmd.has(Flag::Write) {
-            self.signal_keys(cmd, args, client.db);
-        }
+        let mut reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
+        if self.server.dirty != dirty_before {
+            self.signal_modified(client, cmd, args);
+        }
+        for (db, key) in wiped {
+            self.touch_watched(client, db, &key);
+        }
+        self.signal_expired(client);
         if elapsed >= 1000 {
             // A slow command (DEBUG SLEEP, a big KEYS): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
@@ -302,7 +334,120 @@ impl Executor {
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
         }
+        if std::mem::take(&mut client.exec_requested) {
+            reply = self.exec_transaction(client);
+        }
         reply
+    }
+
+    /// A command refused before running: inside MULTI it also dooms the transaction.
+    fn reject(client: &mut Client, reply: Reply) -> Reply {
+        if client.multi.is_some() {
+            client.multi_dirty = true;
+        }
+        reply
+    }
+
+    /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
+    /// one thread) and answers their replies as one array; or EXECABORT / a null array.
+    fn exec_transaction(&mut self, client: &mut Client) -> Reply {
+        let queued = client.multi.take().unwrap_or_default();
+        // A watched key whose time ran out since WATCH counts as changed (Redis 7).
+        let now = self.now_ms;
+        if client.watched.iter().any(|(db, key)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at.is_some_and(|at| at <= now))) {
+            client.cas_dirty = true;
+        }
+        let reply = if client.multi_dirty {
+            Reply::error("EXECABORT Transaction discarded because of previous errors.")
+        } else if client.cas_dirty {
+            Reply::NilArray
+        } else {
+            client.deny_blocking = true;
+            let mut replies = Vec::with_capacity(queued.len());
+            for args in &queued {
+                let mut r = self.execute(client, args);
+                // A blocking command inside a transaction answers as if it timed out.
+                if let Some(request) = client.block_request.take() {
+                    r = request.timeout_reply;
+                }
+                replies.push(r);
+            }
+            client.deny_blocking = false;
+            Reply::Array(replies)
+        };
+        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        commands::transactions::discard_transaction(&mut ctx);
+        reply
+    }
+
+    /// After a command changed data: its keys may wake blocked clients and abort watchers'
+    /// transactions.
+    fn signal_modified(&mut self, client: &mut Client, cmd: &CommandSpec, args: &[Bytes]) {
+        let db = client.db;
+        let mut extra = std::mem::take(&mut self.server.also_modified);
+        for pos in cmd.key_positions(args.len()) {
+            extra.push((db, args[pos].clone()));
+        }
+        for (db, key) in extra {
+            if !self.server.watchers.is_empty() {
+                self.touch_watched(client, db, &key);
+            }
+            if !self.blocking.is_empty() {
+                self.signal_key(db, key);
+            }
+        }
+    }
+
+    /// Keys deleted by expiry during the last command abort their watchers' transactions.
+    fn signal_expired(&mut self, client: &mut Client) {
+        if self.server.watchers.is_empty() {
+            self.expired_seen = self.ks.expired.len();
+            return;
+        }
+        let fresh: Vec<(usize, Bytes)> = self.ks.expired[self.expired_seen..].to_vec();
+        self.expired_seen = self.ks.expired.len();
+        for (db, key) in fresh {
+            self.touch_watched(client, db, &key);
+        }
+    }
+
+    /// Marks every client watching (db, key), the running one included.
+    fn touch_watched(&mut self, current: &mut Client, db: usize, key: &Bytes) {
+        let Some(ids) = self.server.watchers.get(&(db, key.clone())) else { return };
+        for id in ids.clone() {
+            if id == current.id {
+                current.cas_dirty = true;
+            } else if let Some(c) = self.server.clients.get_mut(&id) {
+                c.cas_dirty = true;
+            }
+        }
+    }
+
+    /// FLUSHDB, FLUSHALL and SWAPDB change every key of a database: the watched keys that
+    /// exist there now are the ones they touch (as Redis's touchAllWatchedKeysInDb).
+    fn watched_keys_wiped_by(&mut self, cmd: &CommandSpec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
+        if self.server.watchers.is_empty() {
+            return Vec::new();
+        }
+        let dbs: Vec<usize> = match cmd.name {
+            "flushdb" => vec![db],
+            "flushall" => (0..self.ks.dbs.len()).collect(),
+            "swapdb" => args[1..].iter().filter_map(|a| crate::util::parse_i64(a)).filter(|&i| i >= 0).map(|i| i as usize).collect(),
+            _ => return Vec::new(),
+        };
+        let watched: Vec<(usize, Bytes)> = self.server.watchers.keys().cloned().collect();
+        let now = self.now_ms;
+        let live = |ks: &Keyspace, d: usize, key: &Bytes| {
+            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at.is_none_or(|at| at > now))
+        };
+        watched
+            .into_iter()
+            .filter(|(wdb, key)| {
+                // SWAPDB changes a key that exists on either side of the swap.
+                let sides: &[usize] = if cmd.name == "swapdb" { &dbs } else { std::slice::from_ref(wdb) };
+                dbs.contains(wdb) && sides.iter().any(|&d| live(&self.ks, d, key))
+            })
+            .collect()
     }
 
     fn slowlog_record(&mut self, client: &Client, args: &[Bytes], duration_us: u64) {
@@ -342,6 +487,7 @@ impl Executor {
     pub fn release_replies(&mut self) {
         // Expiry deletions would be propagated here; nothing consumes them yet.
         self.ks.expired.clear();
+        self.expired_seen = 0;
         for id in std::mem::take(&mut self.touched) {
             let Some(client) = self.server.clients.get_mut(&id) else { continue };
             let out = std::mem::take(&mut client.out);
@@ -374,8 +520,18 @@ impl Executor {
         if server.active_expire_enabled {
             self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
         }
-        // Nothing consumes expiry records yet but the log; keep the buffer from growing.
-        self.ks.expired.clear();
+        // Active expiry aborts watchers' transactions too; then the records can go (nothing
+        // else consumes them yet).
+        for (db, key) in std::mem::take(&mut self.ks.expired) {
+            if let Some(ids) = self.server.watchers.get(&(db, key)) {
+                for id in ids.clone() {
+                    if let Some(c) = self.server.clients.get_mut(&id) {
+                        c.cas_dirty = true;
+                    }
+                }
+            }
+        }
+        self.expired_seen = 0;
     }
 
     fn shutdown(&mut self) {

@@ -1,0 +1,97 @@
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! MULTI only marks the client: from then on the executor queues its commands (answering
+//! QUEUED) instead of running them. EXEC asks the executor to run the queue atomically, the
+//! way a blocking command asks to be parked: it sets `Client::exec_requested`. WATCH records
+//! (db, key) pairs in `ServerState::watchers`; the executor marks every watcher of a key that a
+//! command modifies (or that expires, or that FLUSHDB/FLUSHALL/SWAPDB wipe), and EXEC then
+//! answers a null array.
+
+use bytes::Bytes;
+
+use super::{CmdError, Ctx};
+use crate::protocol::Reply;
+
+/// ```text
+/// MULTI
+/// ```
+pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::other("ERR MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(Vec::new());
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// EXEC
+/// ```
+pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::other("ERR EXEC without MULTI"));
+    }
+    ctx.client.exec_requested = true;
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// DISCARD
+/// ```
+pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::other("ERR DISCARD without MULTI"));
+    }
+    discard_transaction(ctx);
+    Ok(Reply::OK)
+}
+
+/// Forgets the queued commands and every watched key (DISCARD, EXEC, RESET).
+pub fn discard_transaction(ctx: &mut Ctx<'_>) {
+    ctx.client.multi = None;
+    ctx.client.multi_dirty = false;
+    unwatch_all(ctx);
+}
+
+/// ```text
+/// WATCH key [key ...]
+/// ```
+pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::other("ERR WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.db();
+    for key in &args[1..] {
+        let slot = (db, key.clone());
+        if ctx.client.watched.contains(&slot) {
+            continue;
+        }
+        // A key that is already logically expired is deleted now, so that only a change
+        // after WATCH can abort the transaction.
+        let now = ctx.now_ms;
+        ctx.ks.exists(db, key, now);
+        ctx.server.watchers.entry(slot.clone()).or_default().push(ctx.client.id);
+        ctx.client.watched.push(slot);
+    }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// UNWATCH
+/// ```
+pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    unwatch_all(ctx);
+    Ok(Reply::OK)
+}
+
+fn unwatch_all(ctx: &mut Ctx<'_>) {
+    let id = ctx.client.id;
+    for slot in std::mem::take(&mut ctx.client.watched) {
+        if let Some(ids) = ctx.server.watchers.get_mut(&slot) {
+            ids.retain(|c| *c != id);
+            if ids.is_empty() {
+                ctx.server.watchers.remove(&slot);
+            }
+        }
+    }
+    ctx.client.cas_dirty = false;
+}

@@ -1,0 +1,144 @@
+//! MULTI/EXEC/DISCARD/WATCH with several real clients: queueing and EXECABORT, runtime errors
+//! that fail one command only, WATCH aborted by another client, by the client itself, by
+//! expiry, by FLUSHALL (only for keys that existed), not by a write that changed nothing;
+//! blocking commands inside MULTI; a push inside MULTI serving a blocked client after EXEC.
+
+mod common;
+
+use std::time::Duration;
+
+use common::diff::DiffPair;
+use common::Server;
+
+fn s(b: Vec<u8>) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+#[test]
+fn transaction_replies_match_redis() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "transactions",
+        &[
+            "MULTI",
+            "SET a 1",
+            "INCR a",
+            "LPUSH a x",
+            "GET a",
+            "EXEC",
+            "EXEC",
+            "DISCARD",
+            "MULTI",
+            "MULTI",
+            "WATCH x",
+            "FOO bar",
+            "SET a",
+            "EXEC",
+            "MULTI",
+            "SET b 2",
+            "DISCARD",
+            "GET b",
+            "WATCH k",
+            "SETNX k 1",
+            "MULTI",
+            "GET k",
+            "EXEC",
+            "WATCH k",
+            "SETNX k 1",
+            "MULTI",
+            "GET k",
+            "EXEC",
+            "WATCH nokey",
+            "MULTI",
+            "BLPOP nokey 0",
+            "BLMOVE nokey dst LEFT LEFT 0",
+            "BLMPOP 0 1 nokey LEFT",
+            "BRPOPLPUSH nokey dst 0",
+            "EXEC",
+            "UNWATCH",
+            "MULTI",
+            "PING",
+            "ECHO hi",
+            "EXEC",
+            "MULTI",
+            "RESET",
+            "EXEC",
+        ],
+    );
+    d.hello(3).expect("hello").expect("resp3");
+    d.assert_script("transactions resp3", &["MULTI", "SET r 1", "GET r", "HGETALL nohash", "EXEC", "WATCH r", "SET r 2", "MULTI", "EXEC"]);
+}
+
+#[test]
+fn watch_is_aborted_by_other_clients_and_by_expiry() {
+    let server = Server::start(&[]);
+    let mut a = server.raw();
+    let mut b = server.raw();
+    // Another client's write.
+    a.call(&[b"SET", b"k", b"1"]);
+    assert_eq!(a.call(&[b"WATCH", b"k"]), b"+OK\r\n");
+    b.call(&[b"INCR", b"k"]);
+    a.call(&[b"MULTI"]);
+    a.call(&[b"SET", b"k", b"100"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*-1\r\n");
+    assert_eq!(b.call(&[b"GET", b"k"]), b"$1\r\n2\r\n");
+    // Untouched: applies.
+    a.call(&[b"WATCH", b"k"]);
+    a.call(&[b"MULTI"]);
+    a.call(&[b"SET", b"k", b"100"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*1\r\n+OK\r\n");
+    // Expiry after WATCH.
+    a.call(&[b"SET", b"t", b"v", b"PX", b"50"]);
+    a.call(&[b"WATCH", b"t"]);
+    std::thread::sleep(Duration::from_millis(120));
+    a.call(&[b"MULTI"]);
+    a.call(&[b"PING"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*-1\r\n");
+    // FLUSHALL touches only watched keys that existed.
+    a.call(&[b"SET", b"e", b"1"]);
+    a.call(&[b"WATCH", b"e", b"missing"]);
+    b.call(&[b"FLUSHALL"]);
+    a.call(&[b"MULTI"]);
+    a.call(&[b"PING"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*-1\r\n");
+    a.call(&[b"WATCH", b"missing"]);
+    b.call(&[b"FLUSHALL"]);
+    a.call(&[b"MULTI"]);
+    a.call(&[b"PING"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*1\r\n+PONG\r\n");
+    // MOVE into the watched key's database counts.
+    a.call(&[b"SELECT", b"1"]);
+    a.call(&[b"WATCH", b"mv"]);
+    b.call(&[b"SET", b"mv", b"x"]);
+    b.call(&[b"MOVE", b"mv", b"1"]);
+    a.call(&[b"MULTI"]);
+    a.call(&[b"PING"]);
+    assert_eq!(a.call(&[b"EXEC"]), b"*-1\r\n");
+}
+
+#[test]
+fn a_push_inside_multi_serves_a_blocked_client_after_exec() {
+    let server = Server::start(&[]);
+    let mut waiter = server.raw();
+    waiter.cmd(&[b"BLPOP", b"q", b"0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut t = server.raw();
+    t.call(&[b"MULTI"]);
+    t.call(&[b"LPUSH", b"q", b"1"]);
+    t.call(&[b"LPUSH", b"q", b"2"]);
+    assert_eq!(t.call(&[b"EXEC"]), b"*2\r\n:1\r\n:2\r\n");
+    // Served after the whole transaction: the head is then "2".
+    assert_eq!(s(waiter.read_reply()), "*2\r\n$1\r\nq\r\n$1\r\n2\r\n");
+    assert_eq!(t.call(&[b"LRANGE", b"q", b"0", b"-1"]), b"*1\r\n$1\r\n1\r\n");
+}
+
+#[test]
+fn client_list_shows_the_transaction() {
+    let server = Server::start(&[]);
+    let mut a = server.raw();
+    a.call(&[b"MULTI"]);
+    a.call(&[b"PING"]);
+    let mut b = server.raw();
+    let list = s(b.call(&[b"CLIENT", b"LIST"]));
+    assert!(list.contains("flags=x") && list.contains("multi=1"), "{list}");
+}
