@@ -115,6 +115,10 @@ pub struct Client {
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
     pub cas_dirty: bool,
+    /// Subscriptions, in the order they were made.
+    pub channels: Vec<Bytes>,
+    pub patterns: Vec<Bytes>,
+    pub shard_channels: Vec<Bytes>,
 }
 
 /// A client waiting in a blocking command, with the rest of its pipeline.
@@ -168,7 +172,15 @@ impl Client {
             exec_requested: false,
             watched: Vec::new(),
             cas_dirty: false,
+            channels: Vec::new(),
+            patterns: Vec::new(),
+            shard_channels: Vec::new(),
         }
+    }
+
+    /// In RESP2 a client with subscriptions may only run the pub/sub commands.
+    pub fn in_subscribed_mode(&self) -> bool {
+        self.proto == ProtocolVersion::Resp2 && !(self.channels.is_empty() && self.patterns.is_empty() && self.shard_channels.is_empty())
     }
 
     pub fn set_authenticated(&mut self, yes: bool) {
@@ -263,6 +275,10 @@ pub struct ServerState {
     pub shutdown: Option<ShutdownRequest>,
     /// Clients to disconnect after this batch (CLIENT KILL).
     pub kill_list: Vec<ClientId>,
+    /// Pub/Sub listeners per channel, pattern and shard channel.
+    pub pubsub: PubSubRegistry,
+    /// Clients whose output received pushes (PUBLISH) during the current command.
+    pub pushed: Vec<ClientId>,
     /// Who WATCHes each (db, key).
     pub watchers: HashMap<(usize, Bytes), Vec<ClientId>>,
     /// Keys a command modified beyond its key positions (MOVE's and COPY's destination
@@ -273,6 +289,14 @@ pub struct ServerState {
     pub slowlog_threshold_us: i64,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
     pub active_expire_enabled: bool,
+}
+
+/// Listeners of each channel, pattern and shard channel, in subscription order.
+#[derive(Debug, Default)]
+pub struct PubSubRegistry {
+    pub channels: HashMap<Bytes, Vec<ClientId>>,
+    pub patterns: HashMap<Bytes, Vec<ClientId>>,
+    pub shard_channels: HashMap<Bytes, Vec<ClientId>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,6 +332,8 @@ impl ServerState {
             shutdown: None,
             kill_list: Vec::new(),
             watchers: HashMap::new(),
+            pubsub: PubSubRegistry::default(),
+            pushed: Vec::new(),
             also_modified: Vec::new(),
             rng_state: seed | 1,
             slowlog_threshold_us,

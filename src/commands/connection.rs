@@ -12,7 +12,12 @@ use crate::util::eq_ignore_case;
 /// ```text
 /// PING [message]
 /// ```
-pub fn ping(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.in_subscribed_mode() && args.len() <= 2 {
+        // Subscribed RESP2 clients get PING's answer in the shape of a message.
+        let payload = args.get(1).cloned().unwrap_or_default();
+        return Ok(Reply::Array(vec![Reply::bulk(b"pong"), Reply::Bulk(payload)]));
+    }
     match args.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::Bulk(args[1].clone())),
@@ -139,6 +144,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     super::transactions::discard_transaction(ctx);
+    super::pubsub::unsubscribe_all(ctx);
     let client = &mut *ctx.client;
     client.db = 0;
     client.proto = ProtocolVersion::Resp2;
@@ -184,10 +190,11 @@ fn client_line(c: &Client) -> String {
     let (flags, multi) = match &c.multi {
         Some(q) => ("x", q.len() as i64),
         None if c.blocked.is_some() => ("b", -1),
+        None if !(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()) => ("P", -1),
         None => ("N", -1),
     };
     format!(
-        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,
         c.addr,
         c.laddr,
@@ -196,6 +203,9 @@ fn client_line(c: &Client) -> String {
         idle,
         flags,
         c.db,
+        c.channels.len(),
+        c.patterns.len(),
+        c.shard_channels.len(),
         multi,
         qbuf,
         16384u64.saturating_sub(qbuf),

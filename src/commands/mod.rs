@@ -16,6 +16,7 @@ mod hll;
 mod introspection;
 mod keys;
 mod lists;
+pub mod pubsub;
 mod server;
 mod sets;
 mod sort;

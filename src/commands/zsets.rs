@@ -8,7 +8,7 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::{arg_i64, CmdError, Ctx};
+use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
 use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
 use crate::db::{lru_clock, Value};
@@ -562,9 +562,16 @@ pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ZMPOP numkeys key [key ...] <MIN | MAX> [COUNT count]
 /// ```
 pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (where_idx, max, count) = parse_mpop(args, 1)?;
+    pop_generic(ctx, &args[2..where_idx], max, true, count, true)
+}
+
+/// The arguments of ZMPOP and BZMPOP from `numkeys` (at `first`) on: the index of MIN|MAX,
+/// whether it is MAX, and the count (1 by default).
+fn parse_mpop(args: &[Bytes], first: usize) -> Result<(usize, bool, i64), CmdError> {
     let positive = |a: &[u8], msg: &'static str| crate::util::parse_i64(a).filter(|&n| n >= 1).ok_or_else(|| CmdError::other(msg));
-    let numkeys = positive(&args[1], "ERR numkeys should be greater than 0")?;
-    let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+    let numkeys = positive(&args[first], "ERR numkeys should be greater than 0")?;
+    let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(first + 1)) {
         Some(i) if i < args.len() => i,
         _ => return Err(CmdError::Syntax),
     };
@@ -586,7 +593,7 @@ pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
         j += 1;
     }
-    pop_generic(ctx, &args[2..where_idx], max, true, count.max(1), true)
+    Ok((where_idx, max, count.max(1)))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -822,22 +829,149 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(scan_reply(cursor, items))
 }
 
-pub fn bzpopmin(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+// ---------------------------------------------------------------------------------------
+// Blocking pops, ZREVRANGE, ZINTERCARD
+
+/// Redis's `blockingGenericZpopCommand`: pops from the first existing key of `keys` (a
+/// WRONGTYPE stops the search), else asks the executor to park the client, which runs the
+/// command again when one of the keys is written. `count` is `None` for BZPOPMIN/BZPOPMAX
+/// (a flat `[key, member, score]` reply), `Some` for BZMPOP (`[key, [[member, score]...]]`).
+fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>, deadline_ms: Option<i64>) -> Result<Reply, CmdError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    for key in keys {
+        match ctx.ks.get_mut(db, key, now) {
+            None => continue,
+            Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
+            Some(_) => {}
+        }
+        let key = std::slice::from_ref(key);
+        return match count {
+            Some(n) => pop_generic(ctx, key, max, true, n, true),
+            None => Ok(match pop_generic(ctx, key, max, true, -1, false)? {
+                Reply::Array(mut parts) if parts.len() == 2 => match parts.pop() {
+                    Some(Reply::Array(items)) => {
+                        parts.extend(items);
+                        Reply::Array(parts)
+                    }
+                    other => {
+                        parts.extend(other);
+                        Reply::Array(parts)
+                    }
+                },
+                other => other,
+            }),
+        };
+    }
+    ctx.client.block_request = Some(BlockRequest { keys: keys.to_vec(), deadline_ms, timeout_reply: Reply::NilArray });
+    Ok(Reply::NoReply)
 }
 
-pub fn bzpopmax(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+fn bzpop_min_max(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Result<Reply, CmdError> {
+    let deadline = parse_block_timeout(&args[args.len() - 1], ctx.now_ms)?;
+    blocking_pop(ctx, &args[1..args.len() - 1], max, None, deadline)
 }
 
-pub fn bzmpop(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// BZPOPMIN key [key ...] timeout
+/// ```
+pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    bzpop_min_max(ctx, args, false)
 }
 
-pub fn zrevrange(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// BZPOPMAX key [key ...] timeout
+/// ```
+pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    bzpop_min_max(ctx, args, true)
 }
 
-pub fn zintercard(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR not implemented yet"))
+/// ```text
+/// BZMPOP timeout numkeys key [key ...] <MIN | MAX> [COUNT count]
+/// ```
+pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // The timeout is read last, after the other arguments (as Redis does).
+    let (where_idx, max, count) = parse_mpop(args, 2)?;
+    let deadline = parse_block_timeout(&args[1], ctx.now_ms)?;
+    blocking_pop(ctx, &args[3..where_idx], max, Some(count), deadline)
+}
+
+/// ```text
+/// ZREVRANGE key start stop [WITHSCORES]
+/// ```
+pub fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    range_generic(ctx, args, 1, false, Some(Kind::Rank), Some(true))
+}
+
+/// ```text
+/// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+/// ```
+pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let setnum = arg_i64(&args[1])?;
+    if setnum < 1 {
+        return Err(CmdError::other("ERR at least 1 input key is needed for 'zintercard' command"));
+    }
+    if setnum > (args.len() - 2) as i64 {
+        return Err(CmdError::Syntax);
+    }
+    let setnum = setnum as usize;
+    let keys = &args[2..2 + setnum];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    for key in keys {
+        match ctx.ks.get(db, key, now).map(|e| &e.value) {
+            None | Some(Value::ZSet(_) | Value::Set(_)) => {}
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    }
+    let mut limit = 0u64;
+    let mut j = 2 + setnum;
+    while j < args.len() {
+        if args.len() - j >= 2 && opt_is(&args[j], "limit") {
+            limit = crate::util::parse_i64(&args[j + 1])
+                .filter(|&n| n >= 0)
+                .ok_or_else(|| CmdError::other("ERR LIMIT can't be negative"))? as u64;
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let dbref = ctx.ks.db(db);
+    let mut srcs: Vec<Src<'_>> = keys
+        .iter()
+        .map(|k| match dbref.peek(k).map(|e| &e.value) {
+            Some(Value::ZSet(z)) => Src::Z(z),
+            Some(Value::Set(s)) => Src::S(s),
+            _ => Src::Missing,
+        })
+        .collect();
+    srcs.sort_by_key(|s| s.len());
+    let contains = |src: &Src<'_>, m: &[u8]| match src {
+        Src::Missing => false,
+        Src::Z(z) => z.score(m).is_some(),
+        Src::S(s) => s.contains(m),
+    };
+    let mut card = 0u64;
+    let mut visit = |m: &[u8]| {
+        if srcs[1..].iter().all(|src| contains(src, m)) {
+            card += 1;
+        }
+        limit == 0 || card < limit
+    };
+    match &srcs[0] {
+        Src::Missing => {}
+        Src::Z(z) => {
+            for (m, _) in z.iter() {
+                if !visit(m) {
+                    break;
+                }
+            }
+        }
+        Src::S(s) => {
+            for m in s.iter() {
+                if !visit(m) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Reply::Int(card as i64))
 }

@@ -35,7 +35,7 @@ impl Executor {
         }
         // What the batch answered before this command goes out now, as Redis would.
         let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out);
+        Self::send_output(client, out, 0);
         client.blocked = Some(Blocked {
             cmds,
             index,

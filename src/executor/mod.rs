@@ -222,9 +222,11 @@ impl Executor {
 
     /// Writes reply bytes to the client's socket from here when nothing is queued in its
     /// task and the socket takes them; whatever is left goes through the task, in order.
-    fn send_output(client: &mut Client, bytes: Vec<u8>) {
+    /// Returns true when the bytes queued in the task pass the client's hard output limit
+    /// (`client-output-buffer-limit`): the caller then disconnects it, as Redis does.
+    fn send_output(client: &mut Client, bytes: Vec<u8>, hard_limit: u64) -> bool {
         if bytes.is_empty() {
-            return;
+            return false;
         }
         let mut written = 0;
         if client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
@@ -243,9 +245,20 @@ impl Executor {
         }
         if written < bytes.len() {
             let rest = bytes[written..].to_vec();
-            client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel);
+            let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
             let _ = client.tx.send(ClientOutput::Replies(rest));
+            return hard_limit > 0 && queued > hard_limit;
         }
+        false
+    }
+
+    /// The hard output limit of a client's class (normal or pubsub).
+    fn output_limit(&self, client: &Client) -> u64 {
+        let class =
+            if client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty() { "normal" } else { "pubsub" };
+        let spec = self.server.config.get("client-output-buffer-limit");
+        let words: Vec<&str> = spec.split_whitespace().collect();
+        words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
     }
 
     /// Encodes a reply into the client's output, counting errors for INFO.
@@ -266,6 +279,7 @@ impl Executor {
         }
         let mut ctx = Ctx { ks: &mut self.ks, client: &mut client, server: &mut self.server, now_ms: self.now_ms };
         commands::transactions::discard_transaction(&mut ctx);
+        commands::pubsub::unsubscribe_all(&mut ctx);
         Some(client)
     }
 
@@ -295,6 +309,23 @@ impl Executor {
             self.server.stats.command(cmd.id).rejected_calls += 1;
             return Self::reject(client, Reply::error("NOAUTH Authentication required."));
         }
+        if client.in_subscribed_mode()
+            && !matches!(
+                cmd.name,
+                "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+            )
+        {
+            return Self::reject(
+                client,
+                Reply::Error(
+                    format!(
+                        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                        cmd.name
+                    )
+                    .into(),
+                ),
+            );
+        }
         // Inside MULTI everything but the transaction commands themselves is queued.
         if let Some(queue) = client.multi.as_mut() {
             if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
@@ -320,6 +351,8 @@ impl Executor {
             self.touch_watched(client, db, &key);
         }
         self.signal_expired(client);
+        // Receivers of PUBLISH get their output released with this batch.
+        self.touched.append(&mut self.server.pushed);
         if elapsed >= 1000 {
             // A slow command (DEBUG SLEEP, a big KEYS): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
@@ -489,6 +522,10 @@ impl Executor {
         self.ks.expired.clear();
         self.expired_seen = 0;
         for id in std::mem::take(&mut self.touched) {
+            let limit = match self.server.clients.get(&id) {
+                Some(c) => self.output_limit(c),
+                None => continue,
+            };
             let Some(client) = self.server.clients.get_mut(&id) else { continue };
             let out = std::mem::take(&mut client.out);
             self.server.stats.net_output_bytes += out.len() as u64;
@@ -496,7 +533,10 @@ impl Executor {
                 let _ = client.tx.send(ClientOutput::Close(out));
                 continue;
             }
-            Self::send_output(client, out);
+            if Self::send_output(client, out, limit) {
+                log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
+                self.server.kill_list.push(id);
+            }
             let done = std::mem::take(&mut client.completed_batches);
             if done > 0 {
                 let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);

@@ -77,6 +77,11 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
             }
         }
         Reply::NoReply => {}
+        Reply::Sequence(items) => {
+            for item in items {
+                encode_reply(item, proto, out);
+            }
+        }
         Reply::BigNumber(n) => {
             if resp3 {
                 line(out, b'(', n.as_bytes());

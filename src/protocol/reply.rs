@@ -35,6 +35,8 @@ pub enum Reply {
     Push(Vec<Reply>),
     /// Nothing at all is sent (SHUTDOWN closes the connection without a reply).
     NoReply,
+    /// Several replies to one command, sent one after the other (SUBSCRIBE a b c).
+    Sequence(Vec<Reply>),
 }
 
 impl Reply {

@@ -1,0 +1,268 @@
+//! Pub/Sub: (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH and PUBSUB.
+//!
+//! Subscriptions live on both sides: the client lists what it listens to (in subscription
+//! order) and `ServerState::pubsub` maps each channel or pattern to its listeners. PUBLISH
+//! encodes the message straight into each receiver's output buffer, in its own protocol (a
+//! push frame in RESP3, an array in RESP2), and lists the receivers in `pushed` so the
+//! executor releases their output after the command; the whole batch (a MULTI, later a
+//! script) ends before anything leaves.
+
+use bytes::Bytes;
+
+use super::{help, help_reply, CmdError, Ctx};
+use crate::glob::glob_match;
+use crate::protocol::{encode_reply, Reply};
+use crate::state::{Client, ClientId};
+
+/// The three subscription namespaces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Channel => ("subscribe", "unsubscribe"),
+            Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
+        }
+    }
+}
+
+fn client_list(client: &mut Client, kind: Kind) -> &mut Vec<Bytes> {
+    match kind {
+        Kind::Channel => &mut client.channels,
+        Kind::Pattern => &mut client.patterns,
+        Kind::Shard => &mut client.shard_channels,
+    }
+}
+
+fn server_map<'a>(ctx: &'a mut Ctx<'_>, kind: Kind) -> &'a mut std::collections::HashMap<Bytes, Vec<ClientId>> {
+    match kind {
+        Kind::Channel => &mut ctx.server.pubsub.channels,
+        Kind::Pattern => &mut ctx.server.pubsub.patterns,
+        Kind::Shard => &mut ctx.server.pubsub.shard_channels,
+    }
+}
+
+/// The count Redis reports after a (un)subscription: shard subscriptions count apart.
+fn count(client: &Client, kind: Kind) -> i64 {
+    match kind {
+        Kind::Shard => client.shard_channels.len() as i64,
+        _ => (client.channels.len() + client.patterns.len()) as i64,
+    }
+}
+
+fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Reply, CmdError> {
+    let mut replies = Vec::with_capacity(args.len() - 1);
+    for name in &args[1..] {
+        if !client_list(ctx.client, kind).contains(name) {
+            client_list(ctx.client, kind).push(name.clone());
+            let id = ctx.client.id;
+            server_map(ctx, kind).entry(name.clone()).or_default().push(id);
+        }
+        replies.push(Reply::Push(vec![
+            Reply::bulk(kind.names().0.as_bytes()),
+            Reply::Bulk(name.clone()),
+            Reply::Int(count(ctx.client, kind)),
+        ]));
+    }
+    Ok(Reply::Sequence(replies))
+}
+
+fn remove_one(ctx: &mut Ctx<'_>, name: &Bytes, kind: Kind) -> bool {
+    let list = client_list(ctx.client, kind);
+    let Some(pos) = list.iter().position(|c| c == name) else { return false };
+    list.remove(pos);
+    let id = ctx.client.id;
+    let map = server_map(ctx, kind);
+    if let Some(ids) = map.get_mut(name) {
+        ids.retain(|c| *c != id);
+        if ids.is_empty() {
+            map.remove(name);
+        }
+    }
+    true
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Reply, CmdError> {
+    let names: Vec<Bytes> = if args.len() > 1 { args[1..].to_vec() } else { client_list(ctx.client, kind).clone() };
+    let verb = Reply::bulk(kind.names().1.as_bytes());
+    if names.is_empty() {
+        return Ok(Reply::Push(vec![verb, Reply::Nil, Reply::Int(count(ctx.client, kind))]));
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for name in names {
+        remove_one(ctx, &name, kind);
+        replies.push(Reply::Push(vec![verb.clone(), Reply::Bulk(name), Reply::Int(count(ctx.client, kind))]));
+    }
+    Ok(Reply::Sequence(replies))
+}
+
+/// Drops every subscription of the client (RESET, disconnect).
+pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
+    for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+        for name in client_list(ctx.client, kind).clone() {
+            remove_one(ctx, &name, kind);
+        }
+    }
+}
+
+/// ```text
+/// SUBSCRIBE channel [channel ...]
+/// ```
+pub fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    subscribe_generic(ctx, args, Kind::Channel)
+}
+
+/// ```text
+/// UNSUBSCRIBE [channel [channel ...]]
+/// ```
+pub fn unsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    unsubscribe_generic(ctx, args, Kind::Channel)
+}
+
+/// ```text
+/// PSUBSCRIBE pattern [pattern ...]
+/// ```
+pub fn psubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    subscribe_generic(ctx, args, Kind::Pattern)
+}
+
+/// ```text
+/// PUNSUBSCRIBE [pattern [pattern ...]]
+/// ```
+pub fn punsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    unsubscribe_generic(ctx, args, Kind::Pattern)
+}
+
+/// ```text
+/// SSUBSCRIBE shardchannel [shardchannel ...]
+/// ```
+pub fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    subscribe_generic(ctx, args, Kind::Shard)
+}
+
+/// ```text
+/// SUNSUBSCRIBE [shardchannel [shardchannel ...]]
+/// ```
+pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    unsubscribe_generic(ctx, args, Kind::Shard)
+}
+
+/// Appends `msg` to a receiver's output in its protocol.
+fn deliver(ctx: &mut Ctx<'_>, id: ClientId, msg: &Reply) {
+    if id == ctx.client.id {
+        encode_reply(msg, ctx.client.proto, &mut ctx.client.out);
+    } else if let Some(c) = ctx.server.clients.get_mut(&id) {
+        encode_reply(msg, c.proto, &mut c.out);
+        ctx.server.pushed.push(id);
+    }
+}
+
+/// PUBLISH for any client or caller (scripts later): returns the number of receivers.
+pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
+    let mut receivers = 0;
+    let (map, verb) = if shard { (&ctx.server.pubsub.shard_channels, "smessage") } else { (&ctx.server.pubsub.channels, "message") };
+    if let Some(ids) = map.get(channel).cloned() {
+        let msg = Reply::Push(vec![Reply::bulk(verb.as_bytes()), Reply::Bulk(channel.clone()), Reply::Bulk(message.clone())]);
+        for id in ids {
+            deliver(ctx, id, &msg);
+            receivers += 1;
+        }
+    }
+    if !shard {
+        let matching: Vec<(Bytes, Vec<ClientId>)> = ctx
+            .server
+            .pubsub
+            .patterns
+            .iter()
+            .filter(|(p, _)| glob_match(p, channel, false))
+            .map(|(p, ids)| (p.clone(), ids.clone()))
+            .collect();
+        for (pattern, ids) in matching {
+            let msg = Reply::Push(vec![
+                Reply::bulk(b"pmessage"),
+                Reply::Bulk(pattern),
+                Reply::Bulk(channel.clone()),
+                Reply::Bulk(message.clone()),
+            ]);
+            for id in ids {
+                deliver(ctx, id, &msg);
+                receivers += 1;
+            }
+        }
+    }
+    receivers
+}
+
+/// ```text
+/// PUBLISH channel message
+/// ```
+pub fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], false)))
+}
+
+/// ```text
+/// SPUBLISH shardchannel message
+/// ```
+pub fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], true)))
+}
+
+fn channels_matching(map: &std::collections::HashMap<Bytes, Vec<ClientId>>, pattern: Option<&Bytes>) -> Reply {
+    let mut names: Vec<&Bytes> = map.keys().filter(|c| pattern.is_none_or(|p| glob_match(p, c, false))).collect();
+    names.sort();
+    Reply::Array(names.into_iter().map(|c| Reply::Bulk(c.clone())).collect())
+}
+
+/// ```text
+/// PUBSUB CHANNELS [pattern]
+/// ```
+pub fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(channels_matching(&ctx.server.pubsub.channels, args.get(2)))
+}
+
+/// ```text
+/// PUBSUB SHARDCHANNELS [pattern]
+/// ```
+pub fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(channels_matching(&ctx.server.pubsub.shard_channels, args.get(2)))
+}
+
+fn numsub(map: &std::collections::HashMap<Bytes, Vec<ClientId>>, names: &[Bytes]) -> Reply {
+    let mut out = Vec::with_capacity(names.len() * 2);
+    for name in names {
+        out.push(Reply::Bulk(name.clone()));
+        out.push(Reply::Int(map.get(name).map_or(0, |ids| ids.len() as i64)));
+    }
+    Reply::Array(out)
+}
+
+/// ```text
+/// PUBSUB NUMSUB [channel ...]
+/// ```
+pub fn pubsub_numsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(numsub(&ctx.server.pubsub.channels, &args[2..]))
+}
+
+/// ```text
+/// PUBSUB SHARDNUMSUB [shardchannel ...]
+/// ```
+pub fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(numsub(&ctx.server.pubsub.shard_channels, &args[2..]))
+}
+
+/// ```text
+/// PUBSUB NUMPAT
+/// ```
+pub fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(ctx.server.pubsub.patterns.len() as i64))
+}
+
+pub fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(help_reply(help::PUBSUB))
+}
