@@ -105,6 +105,9 @@ pub struct Client {
     pub blocked: Option<Blocked>,
     /// Inside EXEC (or, later, a script): blocking commands answer as if timed out.
     pub deny_blocking: bool,
+    /// Commands inside an EXEC that was already admitted under maxmemory (and, later,
+    /// allow-oom scripts) are not refused one by one.
+    pub deny_oom_exempt: bool,
     /// Between MULTI and EXEC: the queued commands.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
@@ -167,6 +170,7 @@ impl Client {
             block_request: None,
             blocked: None,
             deny_blocking: false,
+            deny_oom_exempt: false,
             multi: None,
             multi_dirty: false,
             exec_requested: false,

@@ -128,7 +128,7 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "memory" => {
             let (rss, _, _) = process_usage();
-            let used = ctx.ks.total_mem() as u64 + 1024 * 1024;
+            let used = crate::executor::Executor::used_memory(ctx.ks) as u64;
             let maxmemory = s.config.get_int("maxmemory") as u64;
             let _ = write!(
                 out,

@@ -4,6 +4,7 @@
 //! Every deletion caused by expiry is recorded in `expired` so the executor can propagate it
 //! (to the log and replicas) as a `DEL`, the way Redis propagates expirations.
 
+pub mod evict;
 pub mod hash;
 pub mod list;
 pub mod set;
@@ -278,6 +279,8 @@ pub struct Keyspace {
     pub dbs: Vec<Db>,
     /// Keys deleted by expiry since the executor last drained this: (db, key).
     pub expired: Vec<(usize, Bytes)>,
+    /// Keys deleted by eviction since the executor last drained this: (db, key).
+    pub evicted: Vec<(usize, Bytes)>,
     pub stats: KeyspaceStats,
     /// Replicas never expire keys themselves; they only hide them.
     pub passive_expiry: bool,
@@ -300,6 +303,7 @@ impl Keyspace {
         Keyspace {
             dbs: (0..databases.max(1)).map(|_| Db::default()).collect(),
             expired: Vec::new(),
+            evicted: Vec::new(),
             stats: KeyspaceStats::default(),
             passive_expiry: false,
             lfu: LfuParams::default(),

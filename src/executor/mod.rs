@@ -81,6 +81,10 @@ pub struct Executor {
     now_ms: i64,
 }
 
+/// What `used_memory` counts besides the data (Redis reports about this much for an empty
+/// server).
+const USED_MEMORY_BASELINE: usize = 1024 * 1024;
+
 /// Requests handled per turn before replies are released (bounds reply latency).
 const MAX_BATCH: usize = 4096;
 
@@ -338,6 +342,9 @@ impl Executor {
             }
         }
         client.last_cmd = cmd.name;
+        if !self.within_maxmemory() && cmd.has(Flag::DenyOom) && !client.deny_oom_exempt {
+            return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
+        }
         let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
         let start = Instant::now();
@@ -371,6 +378,24 @@ impl Executor {
             reply = self.exec_transaction(client);
         }
         reply
+    }
+
+    /// The memory Vermilion reports as `used_memory`: the data estimate plus a fixed
+    /// baseline for the server's own structures.
+    pub fn used_memory(ks: &Keyspace) -> usize {
+        ks.total_mem() + USED_MEMORY_BASELINE
+    }
+
+    /// Under `maxmemory`, evicts per `maxmemory-policy` before a command runs (as Redis does
+    /// in processCommand); false when memory is still over the limit afterwards.
+    fn within_maxmemory(&mut self) -> bool {
+        let maxmemory = self.server.config.get_int("maxmemory").max(0) as usize;
+        if maxmemory == 0 || Self::used_memory(&self.ks) <= maxmemory {
+            return true;
+        }
+        let policy = crate::db::evict::Policy::parse(self.server.config.get("maxmemory-policy"));
+        let samples = self.server.config.get_int("maxmemory-samples").clamp(1, 64) as usize;
+        self.ks.evict(policy, samples, maxmemory, self.now_ms, &Self::used_memory)
     }
 
     /// A command refused before running: inside MULTI it also dooms the transaction.

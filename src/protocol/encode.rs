@@ -58,6 +58,13 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
                 bulk(out, text.as_bytes());
             }
         }
+        Reply::DoubleText(text) => {
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
         Reply::Bool(b) => {
             if resp3 {
                 out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });

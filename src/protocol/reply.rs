@@ -24,6 +24,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double in RESP3, a bulk string in RESP2.
     Double(f64),
+    /// A double already formatted (Redis's human long-double text, as GEOPOS sends it):
+    /// `,text` in RESP3, a bulk string in RESP2.
+    DoubleText(String),
     /// `#t`/`#f` in RESP3, `:1`/`:0` in RESP2... except that Redis sends false as a null
     /// in RESP2 where it came from Lua; callers choose.
     Bool(bool),
