@@ -118,6 +118,15 @@ pub struct Client {
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
     pub cas_dirty: bool,
+    /// CLIENT REPLY OFF: nothing is sent back.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped (`skip_next` becomes `skip`).
+    pub reply_skip_next: bool,
+    pub reply_skip: bool,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+    /// MONITOR: receives every command run.
+    pub monitor: bool,
     /// Subscriptions, in the order they were made.
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
@@ -176,6 +185,11 @@ impl Client {
             exec_requested: false,
             watched: Vec::new(),
             cas_dirty: false,
+            reply_off: false,
+            reply_skip_next: false,
+            reply_skip: false,
+            no_evict: false,
+            monitor: false,
             channels: Vec::new(),
             patterns: Vec::new(),
             shard_channels: Vec::new(),
@@ -279,6 +293,10 @@ pub struct ServerState {
     pub shutdown: Option<ShutdownRequest>,
     /// Clients to disconnect after this batch (CLIENT KILL).
     pub kill_list: Vec<ClientId>,
+    /// CLIENT PAUSE: until when, and whether all commands (or only writes) wait.
+    pub pause: Option<(std::time::Instant, bool)>,
+    /// Clients in MONITOR mode.
+    pub monitors: Vec<ClientId>,
     /// Pub/Sub listeners per channel, pattern and shard channel.
     pub pubsub: PubSubRegistry,
     /// Clients whose output received pushes (PUBLISH) during the current command.
@@ -336,6 +354,8 @@ impl ServerState {
             shutdown: None,
             kill_list: Vec::new(),
             watchers: HashMap::new(),
+            pause: None,
+            monitors: Vec::new(),
             pubsub: PubSubRegistry::default(),
             pushed: Vec::new(),
             also_modified: Vec::new(),

@@ -345,3 +345,70 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     }
     Ok(Reply::Int(killed))
 }
+
+/// ```text
+/// CLIENT REPLY ON|OFF|SKIP
+/// ```
+pub fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if eq_ignore_case(&args[2], "on") {
+        ctx.client.reply_off = false;
+        ctx.client.reply_skip_next = false;
+        Ok(Reply::OK)
+    } else if eq_ignore_case(&args[2], "off") {
+        ctx.client.reply_off = true;
+        Ok(Reply::NoReply)
+    } else if eq_ignore_case(&args[2], "skip") {
+        if !ctx.client.reply_off {
+            ctx.client.reply_skip_next = true;
+        }
+        Ok(Reply::NoReply)
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+/// ```text
+/// CLIENT NO-EVICT ON|OFF
+/// ```
+pub fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if eq_ignore_case(&args[2], "on") {
+        ctx.client.no_evict = true;
+    } else if eq_ignore_case(&args[2], "off") {
+        ctx.client.no_evict = false;
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// CLIENT PAUSE timeout [WRITE|ALL]
+/// ```
+pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let all = match args.get(3) {
+        None => true,
+        Some(m) if eq_ignore_case(m, "all") => true,
+        Some(m) if eq_ignore_case(m, "write") => false,
+        Some(_) => return Err(CmdError::other("ERR CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    let ms = crate::util::parse_i64(&args[2]).ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::other("ERR timeout is negative"));
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms as u64);
+    // A longer or stricter pause already in force stays (Redis keeps the furthest end).
+    let (until, all) = match ctx.server.pause {
+        Some((cur, cur_all)) => (cur.max(until), cur_all || all),
+        None => (until, all),
+    };
+    ctx.server.pause = Some((until, all));
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// CLIENT UNPAUSE
+/// ```
+pub fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.pause = None;
+    Ok(Reply::OK)
+}

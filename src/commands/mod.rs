@@ -196,6 +196,8 @@ pub fn sanitize(s: String) -> String {
     }
 }
 
+pub use server::monitor_line as server_monitor_line;
+
 /// Every command and subcommand of the table.
 pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
     COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))

@@ -471,3 +471,46 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         )),
     }
 }
+
+/// ```text
+/// MONITOR
+/// ```
+pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        ctx.server.monitors.push(ctx.client.id);
+    }
+    Ok(Reply::OK)
+}
+
+/// One MONITOR line, as Redis prints it: `+<sec>.<usec> [<db> <addr>] "arg" ...`, each
+/// argument quoted with `sdscatrepr`'s escapes.
+pub fn monitor_line(now_us: i64, db: usize, addr: &str, args: &[Bytes]) -> Reply {
+    let mut line = format!("{}.{:06} [{} {}]", now_us / 1_000_000, now_us % 1_000_000, db, addr);
+    for a in args {
+        line.push(' ');
+        line.push_str(&repr(a));
+    }
+    Reply::Status(line.into())
+}
+
+/// Redis's `sdscatrepr`.
+fn repr(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for &c in s {
+        match c {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => out.push(c as char),
+            c => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out.push('"');
+    out
+}

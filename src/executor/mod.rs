@@ -76,6 +76,8 @@ pub struct Executor {
     timeouts: BTreeSet<(i64, ClientId)>,
     /// How much of `Keyspace::expired` has been signalled to watchers.
     expired_seen: usize,
+    /// Clients held by CLIENT PAUSE, in the order they stopped.
+    postponed: VecDeque<ClientId>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -102,6 +104,7 @@ impl Executor {
             ready: VecDeque::new(),
             timeouts: BTreeSet::new(),
             expired_seen: 0,
+            postponed: VecDeque::new(),
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -121,6 +124,9 @@ impl Executor {
         loop {
             let hz = self.server.config.get_int("hz").clamp(1, 500) as u64;
             let mut wait = next_cron.saturating_duration_since(Instant::now());
+            if let Some((until, _)) = self.server.pause {
+                wait = wait.min(until.saturating_duration_since(Instant::now()));
+            }
             if let Some(&(deadline, _)) = self.timeouts.first() {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
@@ -141,6 +147,10 @@ impl Executor {
             }
             if !self.timeouts.is_empty() {
                 self.expire_blocked();
+                self.release_replies();
+            }
+            if !self.postponed.is_empty() {
+                self.resume_postponed();
                 self.release_replies();
             }
             if self.server.shutdown.is_some() {
@@ -187,6 +197,9 @@ impl Executor {
                 self.finish_step(&mut client);
                 self.server.clients.insert(id, client);
                 self.serve_ready();
+                if !self.postponed.is_empty() && self.server.pause.is_none() {
+                    self.resume_postponed();
+                }
             }
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
@@ -202,12 +215,18 @@ impl Executor {
             if client.close_after_reply {
                 break;
             }
+            if self.must_wait_for_pause(&cmds[i]) {
+                self.postpone(client, cmds, i, protocol_error);
+                return;
+            }
             let reply = self.execute(client, &cmds[i]);
             if let Some(request) = client.block_request.take() {
                 self.park(client, cmds, i, request, protocol_error);
                 return;
             }
             self.emit(client, &reply);
+            // CLIENT REPLY SKIP silences exactly the command after it.
+            client.reply_skip = std::mem::take(&mut client.reply_skip_next);
         }
         if let Some(err) = protocol_error {
             encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
@@ -272,7 +291,71 @@ impl Executor {
             let code = text.split(' ').next().unwrap_or("ERR").to_string();
             *self.server.stats.errors.entry(code).or_default() += 1;
         }
+        if client.reply_off || client.reply_skip {
+            return;
+        }
         encode_reply(reply, client.proto, &mut client.out);
+    }
+
+    /// Sends a command line to every MONITOR client (not admin commands, as Redis).
+    fn feed_monitors(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
+        if self.server.monitors.is_empty() || cmd.has(Flag::Admin) || cmd.has(Flag::SkipMonitor) {
+            return;
+        }
+        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, &client.addr, args);
+        for id in self.server.monitors.clone() {
+            if let Some(m) = self.server.clients.get_mut(&id) {
+                encode_reply(&line, m.proto, &mut m.out);
+                self.touched.push(id);
+            }
+        }
+    }
+
+    /// CLIENT PAUSE: whether this command has to wait (all commands, or writes only).
+    fn must_wait_for_pause(&mut self, args: &[Bytes]) -> bool {
+        let Some((until, all)) = self.server.pause else { return false };
+        if Instant::now() >= until {
+            self.server.pause = None;
+            return false;
+        }
+        all || matches!(commands::resolve(args), Resolved::Found(cmd) if cmd.has(Flag::Write) || cmd.has(Flag::MayReplicate))
+    }
+
+    /// Holds a client at `cmds[index]` until the pause ends.
+    fn postpone(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
+        let out = std::mem::take(&mut client.out);
+        Self::send_output(client, out, 0);
+        client.blocked = Some(crate::state::Blocked {
+            cmds,
+            index,
+            db: client.db,
+            keys: Vec::new(),
+            deadline_ms: None,
+            timeout_reply: Reply::NoReply,
+            protocol_error,
+        });
+        self.postponed.push_back(client.id);
+    }
+
+    /// After a pause ends: the postponed clients go on, in the order they stopped.
+    fn resume_postponed(&mut self) {
+        if self.server.pause.is_some_and(|(until, _)| Instant::now() < until) {
+            return;
+        }
+        self.server.pause = None;
+        while let Some(id) = self.postponed.pop_front() {
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            if let Some(b) = client.blocked.take() {
+                client.db = b.db;
+                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error);
+                self.finish_step(&mut client);
+            }
+            self.server.clients.insert(id, client);
+            if self.server.pause.is_some() {
+                break;
+            }
+        }
+        self.serve_ready();
     }
 
     /// Forgets a client (disconnected or killed), including any place it holds in a queue.
@@ -284,6 +367,8 @@ impl Executor {
         let mut ctx = Ctx { ks: &mut self.ks, client: &mut client, server: &mut self.server, now_ms: self.now_ms };
         commands::transactions::discard_transaction(&mut ctx);
         commands::pubsub::unsubscribe_all(&mut ctx);
+        self.server.monitors.retain(|m| *m != id);
+        self.postponed.retain(|p| *p != id);
         Some(client)
     }
 
@@ -358,6 +443,7 @@ impl Executor {
             self.touch_watched(client, db, &key);
         }
         self.signal_expired(client);
+        self.feed_monitors(client, cmd, args);
         // Receivers of PUBLISH get their output released with this batch.
         self.touched.append(&mut self.server.pushed);
         if elapsed >= 1000 {
@@ -579,6 +665,28 @@ impl Executor {
 
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
     fn cron(&mut self, hz: u64) {
+        // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
+        let idle_limit = self.server.config.get_int("timeout");
+        if idle_limit > 0 {
+            let limit = Duration::from_secs(idle_limit as u64);
+            let idle: Vec<ClientId> = self
+                .server
+                .clients
+                .values()
+                .filter(|c| {
+                    c.blocked.is_none() && !c.monitor && c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()
+                })
+                .filter(|c| c.last_interaction.elapsed() > limit)
+                .map(|c| c.id)
+                .collect();
+            for id in idle {
+                log::verbose(&format!("Closing idle client id={id}"));
+                self.server.kill_list.push(id);
+            }
+            if !self.server.kill_list.is_empty() {
+                self.release_replies();
+            }
+        }
         let budget_us = 250_000 / hz;
         let now = crate::clock::now_ms();
         let server = &mut self.server;

@@ -1,0 +1,87 @@
+//! Client management with real connections: CLIENT REPLY, CLIENT PAUSE (WRITE and ALL),
+//! MONITOR's line format, the idle `timeout`, and `maxclients`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::diff::DiffPair;
+use common::Server;
+
+fn s(b: Vec<u8>) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+#[test]
+fn client_reply_matches_redis() {
+    let mut d = DiffPair::start();
+    // Replies that are never sent cannot be compared one by one: the pipeline is compared
+    // whole, ending with a command whose reply is sent.
+    d.check_raw(
+        b"CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\nCLIENT REPLY OFF\r\nPING\r\nSET k v\r\nCLIENT REPLY ON\r\nGET k\r\nCLIENT REPLY FOO\r\nCLIENT NO-EVICT on\r\nCLIENT NO-EVICT x\r\nCLIENT PAUSE 10 FOO\r\nCLIENT PAUSE abc\r\nCLIENT PAUSE -1\r\nCLIENT UNPAUSE\r\n",
+        10,
+        common::diff::Cmp::Exact,
+    )
+    .expect("CLIENT REPLY/NO-EVICT/PAUSE replies");
+}
+
+#[test]
+fn pause_write_holds_writes_only_and_pause_all_holds_everything() {
+    let server = Server::start(&[]);
+    let mut admin = server.raw();
+    let mut c = server.raw();
+    assert_eq!(admin.call(&[b"CLIENT", b"PAUSE", b"300", b"WRITE"]), b"+OK\r\n");
+    let t = Instant::now();
+    assert_eq!(c.call(&[b"GET", b"k"]), b"$-1\r\n");
+    assert!(t.elapsed() < Duration::from_millis(200), "a read waited for a WRITE pause");
+    assert_eq!(c.call(&[b"SET", b"k", b"v"]), b"+OK\r\n");
+    assert!(t.elapsed() >= Duration::from_millis(250), "a write did not wait: {:?}", t.elapsed());
+    assert_eq!(admin.call(&[b"CLIENT", b"PAUSE", b"200", b"ALL"]), b"+OK\r\n");
+    let t = Instant::now();
+    assert_eq!(c.call(&[b"PING"]), b"+PONG\r\n");
+    assert!(t.elapsed() >= Duration::from_millis(150), "PING did not wait for a pause ALL");
+}
+
+#[test]
+fn monitor_shows_commands_like_redis() {
+    let server = Server::start(&[]);
+    let mut m = server.raw();
+    assert_eq!(m.call(&[b"MONITOR"]), b"+OK\r\n");
+    let mut c = server.raw();
+    c.call(&[b"SET", b"a b", b"x\ny\x01\"z"]);
+    c.call(&[b"SELECT", b"2"]);
+    c.call(&[b"CONFIG", b"GET", b"hz"]);
+    c.call(&[b"GET", b"q"]);
+    let first = s(m.read_reply());
+    let second = s(m.read_reply());
+    let third = s(m.read_reply());
+    // `+<sec>.<usec> [<db> <addr>] "args"...`; CONFIG (admin) is not shown.
+    let addr_start = first.find('[').unwrap_or(0);
+    assert!(first.starts_with('+') && first[1..addr_start].trim().contains('.'), "{first}");
+    assert!(first.ends_with("] \"SET\" \"a b\" \"x\\ny\\x01\\\"z\"\r\n"), "{first}");
+    assert!(second.contains("[2 127.0.0.1:") && second.ends_with("] \"SELECT\" \"2\"\r\n"), "{second}");
+    assert!(third.ends_with("] \"GET\" \"q\"\r\n"), "{third}");
+}
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let server = Server::start(&["--timeout", "1"]);
+    let mut idle = server.raw();
+    assert_eq!(idle.call(&[b"PING"]), b"+PONG\r\n");
+    let mut sub = server.raw();
+    sub.call(&[b"SUBSCRIBE", b"keep"]);
+    std::thread::sleep(Duration::from_millis(2600));
+    assert!(idle.is_closed(), "the idle client is still connected");
+    let mut fresh = server.raw();
+    assert_eq!(fresh.call(&[b"PUBLISH", b"keep", b"x"]), b":1\r\n", "the subscriber was closed");
+}
+
+#[test]
+fn maxclients_refuses_the_extra_connection() {
+    let server = Server::start(&["--maxclients", "2"]);
+    let mut a = server.raw();
+    let _b = server.raw();
+    assert_eq!(a.call(&[b"PING"]), b"+PONG\r\n");
+    let mut c = server.raw();
+    assert_eq!(s(c.read_reply()), "-ERR max number of clients reached\r\n");
+}
