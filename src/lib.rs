@@ -23,6 +23,7 @@ pub mod db;
 pub mod executor;
 pub mod glob;
 pub mod log;
+pub mod notify;
 pub mod protocol;
 pub mod server;
 pub mod state;

@@ -309,6 +309,10 @@ pub struct ServerState {
     pub rng_state: u64,
     /// Cached from the config: the slow log threshold in µs (-1: disabled).
     pub slowlog_threshold_us: i64,
+    /// Cached from the config: `notify-keyspace-events` as flags.
+    pub notify_flags: u32,
+    /// Events raised by the running command, published by the executor after it.
+    pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
     pub active_expire_enabled: bool,
 }
@@ -338,6 +342,7 @@ impl ServerState {
             })
             .collect();
         let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
+        let notify_flags = crate::notify::parse(config.get("notify-keyspace-events")).unwrap_or(0);
         ServerState {
             config,
             limits,
@@ -361,6 +366,8 @@ impl ServerState {
             also_modified: Vec::new(),
             rng_state: seed | 1,
             slowlog_threshold_us,
+            notify_flags,
+            notifications: Vec::new(),
             active_expire_enabled: true,
         }
     }
@@ -375,6 +382,7 @@ impl ServerState {
     pub fn config_changed(&mut self) {
         self.limits.refresh(&self.config);
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
+        self.notify_flags = crate::notify::parse(self.config.get("notify-keyspace-events")).unwrap_or(0);
     }
 }
 

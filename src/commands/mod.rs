@@ -58,6 +58,23 @@ impl Ctx<'_> {
     pub fn dirty(&mut self, n: u64) {
         self.server.dirty += n;
     }
+
+    /// Raises a keyspace event (Redis's `notifyKeyspaceEvent`) for `key` in the client's
+    /// database; the executor publishes it after the command if `notify-keyspace-events`
+    /// enables its class.
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_db(class, event, key, db);
+    }
+
+    /// [`Ctx::notify`] for a key of another database (MOVE, COPY DB, SWAPDB).
+    pub fn notify_db(&mut self, class: u32, event: &'static str, key: &[u8], db: usize) {
+        let flags = self.server.notify_flags;
+        if flags & class == 0 || flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
+            return;
+        }
+        self.server.notifications.push(crate::notify::Notification { class, event, db, key: Bytes::copy_from_slice(key) });
+    }
 }
 
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Result<Reply, CmdError>;

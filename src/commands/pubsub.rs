@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::{help, help_reply, CmdError, Ctx};
 use crate::glob::glob_match;
 use crate::protocol::{encode_reply, Reply};
-use crate::state::{Client, ClientId};
+use crate::state::{Client, ClientId, ServerState};
 
 /// The three subscription namespaces.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -153,36 +153,36 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
-/// Appends `msg` to a receiver's output in its protocol.
-fn deliver(ctx: &mut Ctx<'_>, id: ClientId, msg: &Reply) {
-    if id == ctx.client.id {
-        encode_reply(msg, ctx.client.proto, &mut ctx.client.out);
-    } else if let Some(c) = ctx.server.clients.get_mut(&id) {
+/// Appends `msg` to a receiver's output in its protocol. The running client is not in the
+/// server's map while it runs, so it is passed apart.
+fn deliver(server: &mut ServerState, current: &mut Option<&mut Client>, id: ClientId, msg: &Reply) {
+    if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
         encode_reply(msg, c.proto, &mut c.out);
-        ctx.server.pushed.push(id);
+    } else if let Some(c) = server.clients.get_mut(&id) {
+        encode_reply(msg, c.proto, &mut c.out);
+        server.pushed.push(id);
     }
 }
 
-/// PUBLISH for any client or caller (scripts later): returns the number of receivers.
+/// PUBLISH for any caller: returns the number of receivers.
 pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
+    publish_raw(ctx.server, Some(&mut *ctx.client), channel, message, shard)
+}
+
+/// PUBLISH where there may be no running client (the cron's expiry events).
+pub fn publish_raw(server: &mut ServerState, mut current: Option<&mut Client>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
     let mut receivers = 0;
-    let (map, verb) = if shard { (&ctx.server.pubsub.shard_channels, "smessage") } else { (&ctx.server.pubsub.channels, "message") };
+    let (map, verb) = if shard { (&server.pubsub.shard_channels, "smessage") } else { (&server.pubsub.channels, "message") };
     if let Some(ids) = map.get(channel).cloned() {
         let msg = Reply::Push(vec![Reply::bulk(verb.as_bytes()), Reply::Bulk(channel.clone()), Reply::Bulk(message.clone())]);
         for id in ids {
-            deliver(ctx, id, &msg);
+            deliver(server, &mut current, id, &msg);
             receivers += 1;
         }
     }
     if !shard {
-        let matching: Vec<(Bytes, Vec<ClientId>)> = ctx
-            .server
-            .pubsub
-            .patterns
-            .iter()
-            .filter(|(p, _)| glob_match(p, channel, false))
-            .map(|(p, ids)| (p.clone(), ids.clone()))
-            .collect();
+        let matching: Vec<(Bytes, Vec<ClientId>)> =
+            server.pubsub.patterns.iter().filter(|(p, _)| glob_match(p, channel, false)).map(|(p, ids)| (p.clone(), ids.clone())).collect();
         for (pattern, ids) in matching {
             let msg = Reply::Push(vec![
                 Reply::bulk(b"pmessage"),
@@ -191,7 +191,7 @@ pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shar
                 Reply::Bulk(message.clone()),
             ]);
             for id in ids {
-                deliver(ctx, id, &msg);
+                deliver(server, &mut current, id, &msg);
                 receivers += 1;
             }
         }
@@ -265,4 +265,21 @@ pub fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
 
 pub fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(help_reply(help::PUBSUB))
+}
+
+/// Publishes the pending keyspace events: `__keyspace@<db>__:<key>` carries the event name,
+/// `__keyevent@<db>__:<event>` the key (per the K and E flags).
+pub fn publish_notifications(server: &mut ServerState, mut current: Option<&mut Client>) {
+    let flags = server.notify_flags;
+    for n in std::mem::take(&mut server.notifications) {
+        if flags & crate::notify::KEYSPACE != 0 {
+            let mut channel = format!("__keyspace@{}__:", n.db).into_bytes();
+            channel.extend_from_slice(&n.key);
+            publish_raw(server, current.as_deref_mut(), &Bytes::from(channel), &Bytes::from_static(n.event.as_bytes()), false);
+        }
+        if flags & crate::notify::KEYEVENT != 0 {
+            let channel = Bytes::from(format!("__keyevent@{}__:{}", n.db, n.event));
+            publish_raw(server, current.as_deref_mut(), &channel, &n.key, false);
+        }
+    }
 }

@@ -247,6 +247,11 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             if p.name == "save" {
                 validate_save(value)?;
             }
+            if p.name == "notify-keyspace-events" {
+                let flags =
+                    crate::notify::parse(value).ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())?;
+                return Ok(crate::notify::to_string(flags));
+            }
             Ok(value.to_string())
         }
     }

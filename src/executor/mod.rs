@@ -76,6 +76,8 @@ pub struct Executor {
     timeouts: BTreeSet<(i64, ClientId)>,
     /// How much of `Keyspace::expired` has been signalled to watchers.
     expired_seen: usize,
+    /// How much of `Keyspace::expired` has been published as `expired` events.
+    expired_notified: usize,
     /// Clients held by CLIENT PAUSE, in the order they stopped.
     postponed: VecDeque<ClientId>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
@@ -105,6 +107,7 @@ impl Executor {
             timeouts: BTreeSet::new(),
             expired_seen: 0,
             postponed: VecDeque::new(),
+            expired_notified: 0,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -444,6 +447,7 @@ impl Executor {
         }
         self.signal_expired(client);
         self.feed_monitors(client, cmd, args);
+        self.publish_events(client);
         // Receivers of PUBLISH get their output released with this batch.
         self.touched.append(&mut self.server.pushed);
         if elapsed >= 1000 {
@@ -555,6 +559,43 @@ impl Executor {
         }
     }
 
+    /// Publishes the keyspace events of the last command, and of keys that expired or were
+    /// evicted meanwhile.
+    fn publish_events(&mut self, client: &mut Client) {
+        let flags = self.server.notify_flags;
+        if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
+            self.server.notifications.clear();
+            return;
+        }
+        if flags & crate::notify::EXPIRED != 0 {
+            for (db, key) in &self.ks.expired[self.expired_notified..] {
+                self.server.notifications.push(crate::notify::Notification {
+                    class: crate::notify::EXPIRED,
+                    event: "expired",
+                    db: *db,
+                    key: key.clone(),
+                });
+            }
+        }
+        self.expired_notified = self.ks.expired.len();
+        if flags & crate::notify::EVICTED != 0 {
+            for (db, key) in &self.ks.evicted {
+                self.server.notifications.push(crate::notify::Notification {
+                    class: crate::notify::EVICTED,
+                    event: "evicted",
+                    db: *db,
+                    key: key.clone(),
+                });
+            }
+        }
+        self.ks.evicted.clear();
+        if self.server.notifications.is_empty() {
+            return;
+        }
+        commands::pubsub::publish_notifications(&mut self.server, Some(client));
+        self.touched.append(&mut self.server.pushed);
+    }
+
     /// Marks every client watching (db, key), the running one included.
     fn touch_watched(&mut self, current: &mut Client, db: usize, key: &Bytes) {
         let Some(ids) = self.server.watchers.get(&(db, key.clone())) else { return };
@@ -632,6 +673,7 @@ impl Executor {
         // Expiry deletions would be propagated here; nothing consumes them yet.
         self.ks.expired.clear();
         self.expired_seen = 0;
+        self.expired_notified = 0;
         for id in std::mem::take(&mut self.touched) {
             let limit = match self.server.clients.get(&id) {
                 Some(c) => self.output_limit(c),
@@ -695,7 +737,28 @@ impl Executor {
         }
         // Active expiry aborts watchers' transactions too; then the records can go (nothing
         // else consumes them yet).
-        for (db, key) in std::mem::take(&mut self.ks.expired) {
+        let expired = std::mem::take(&mut self.ks.expired);
+        let evicted = std::mem::take(&mut self.ks.evicted);
+        let flags = self.server.notify_flags;
+        if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0 {
+            let events = expired
+                .iter()
+                .filter(|_| flags & crate::notify::EXPIRED != 0)
+                .map(|(db, key)| (crate::notify::EXPIRED, "expired", *db, key.clone()));
+            let events = events.chain(
+                evicted
+                    .iter()
+                    .filter(|_| flags & crate::notify::EVICTED != 0)
+                    .map(|(db, key)| (crate::notify::EVICTED, "evicted", *db, key.clone())),
+            );
+            for (class, event, db, key) in events {
+                self.server.notifications.push(crate::notify::Notification { class, event, db, key });
+            }
+            commands::pubsub::publish_notifications(&mut self.server, None);
+            self.touched.append(&mut self.server.pushed);
+            self.release_replies();
+        }
+        for (db, key) in expired {
             if let Some(ids) = self.server.watchers.get(&(db, key)) {
                 for id in ids.clone() {
                     if let Some(c) = self.server.clients.get_mut(&id) {
