@@ -121,8 +121,13 @@ pub struct Db {
     clock: u32,
 }
 
+/// What a key costs besides its bytes and its value's own estimate: the table slot (the
+/// entry, the `Bytes` handle, the hash and chain link), its share of the bucket array, and
+/// the allocator's rounding and headers on the key and value allocations.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Bytes>() + 16 + 8 + 32;
+
 fn entry_mem(key: &[u8], entry: &Entry) -> usize {
-    key.len() + entry.value.mem_usage() + 64
+    key.len() + entry.value.mem_usage() + ENTRY_OVERHEAD
 }
 
 impl Db {
@@ -288,6 +293,8 @@ pub struct Keyspace {
     /// in step with `lfu-log-factor` and `lfu-decay-time`).
     pub lfu: LfuParams,
     rng: u64,
+    /// Eviction candidates kept between `maxmemory` evictions.
+    evict_pool: evict::EvictionPool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -296,6 +303,8 @@ pub struct KeyspaceStats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expire_cycle_time_us: u64,
+    /// Keys deleted by `maxmemory` eviction (INFO stats `evicted_keys`).
+    pub evicted_keys: u64,
 }
 
 impl Keyspace {
@@ -308,6 +317,7 @@ impl Keyspace {
             passive_expiry: false,
             lfu: LfuParams::default(),
             rng: 0x2545_F491_4F6C_DD1D,
+            evict_pool: evict::EvictionPool::default(),
         }
     }
 

@@ -418,9 +418,17 @@ impl Executor {
                 ),
             );
         }
+        // Over maxmemory (after trying to evict): denyoom commands are refused, and inside
+        // MULTI every command that would be queued, as Redis does.
+        let queues = client.multi.is_some() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset");
+        // Eviction runs before every command, as in Redis (a read too may find memory over).
+        let oom = !self.within_maxmemory();
+        if oom && (cmd.has(Flag::DenyOom) || queues) && !client.deny_oom_exempt {
+            return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
+        }
         // Inside MULTI everything but the transaction commands themselves is queued.
         if let Some(queue) = client.multi.as_mut() {
-            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            if queues {
                 if cmd.has(Flag::NoMulti) {
                     client.multi_dirty = true;
                     return Reply::error("ERR Command not allowed inside a transaction");
@@ -429,10 +437,8 @@ impl Executor {
                 return Reply::status("QUEUED");
             }
         }
+
         client.last_cmd = cmd.name;
-        if !self.within_maxmemory() && cmd.has(Flag::DenyOom) && !client.deny_oom_exempt {
-            return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
-        }
         let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
         let start = Instant::now();
@@ -552,8 +558,10 @@ impl Executor {
             self.expired_seen = self.ks.expired.len();
             return;
         }
-        let fresh: Vec<(usize, Bytes)> = self.ks.expired[self.expired_seen..].to_vec();
+        let mut fresh: Vec<(usize, Bytes)> = self.ks.expired[self.expired_seen..].to_vec();
         self.expired_seen = self.ks.expired.len();
+        // Evicted keys change under their watchers too (published and cleared just after).
+        fresh.extend(self.ks.evicted.iter().cloned());
         for (db, key) in fresh {
             self.touch_watched(client, db, &key);
         }
