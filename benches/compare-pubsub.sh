@@ -36,3 +36,9 @@ for subs in 1 50; do
     python3 -c "r=float('${r:-0}'); v=float('${v:-0}'); print('%-12s %4s %12.0f %12.0f %7.2f' % ('$subs', '$pl', r, v, v/r if r else 0))"
   done
 done
+
+echo
+cargo build --release --quiet --example txbench
+r=$(target/release/examples/txbench "$RPORT" 50 1000); v=$(target/release/examples/txbench "$VPORT" 50 1000)
+printf '%-22s %12s %12s %7s\n' test redis vermilion ratio
+python3 -c "r=float('${r:-0}'); v=float('${v:-0}'); print('%-22s %12.0f %12.0f %7.2f' % ('multi_5_incr_exec tx/s', r, v, v/r if r else 0))"

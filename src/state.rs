@@ -342,7 +342,7 @@ impl ServerState {
             })
             .collect();
         let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
-        let notify_flags = crate::notify::parse(config.get("notify-keyspace-events")).unwrap_or(0);
+        let notify_flags = config.notify_flags;
         ServerState {
             config,
             limits,
@@ -382,7 +382,7 @@ impl ServerState {
     pub fn config_changed(&mut self) {
         self.limits.refresh(&self.config);
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
-        self.notify_flags = crate::notify::parse(self.config.get("notify-keyspace-events")).unwrap_or(0);
+        self.notify_flags = self.config.notify_flags;
     }
 }
 

@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::notify;
 use crate::protocol::Reply;
 use crate::util::parse_i64;
 
@@ -63,6 +64,7 @@ fn with_bit_string<R>(ctx: &mut Ctx<'_>, key: &[u8], max_bit: u64, f: impl FnOnc
             let mut data = vec![0u8; bytes];
             let r = f(&mut data, true);
             let lru = lru_clock(now);
+            ctx.notify(notify::NEW, "new", key);
             ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc: StrEncoding::Raw }), None, lru);
             Ok(r)
         }
@@ -103,6 +105,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?;
     if changed {
         ctx.dirty(1);
+        ctx.notify(notify::STRING, "setbit", &args[1]);
     }
     Ok(Reply::Int(old as i64))
 }
@@ -350,6 +353,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if maxlen == 0 {
         if ctx.ks.db_mut(db).remove(dest).is_some() {
             ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "del", dest);
         }
         return Ok(Reply::Int(0));
     }
@@ -383,8 +387,13 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = ctx.ks.db(db).peek(dest).map_or(lru, |e| e.lru);
     }
+    let absent = ctx.ks.db(db).peek(dest).is_none();
+    if absent {
+        ctx.notify(notify::NEW, "new", dest);
+    }
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dest), Value::Str(StrValue { data: res, enc: StrEncoding::Raw }), None, lru);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", dest);
     Ok(Reply::Int(maxlen as i64))
 }
 
@@ -599,6 +608,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only_cmd: bool) -> R
     })?;
     let changes = ops.iter().filter(|op| op.op != FieldOp::Get).count();
     ctx.dirty(changes as u64);
+    // A write that failed on OVERFLOW FAIL (a null reply) changes nothing.
+    let written = ops.iter().zip(&replies).any(|(op, r)| op.op != FieldOp::Get && *r != Reply::Nil);
+    if written {
+        ctx.notify(notify::STRING, "setbit", &args[1]);
+    }
     Ok(Reply::Array(replies))
 }
 

@@ -180,6 +180,15 @@ pub fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
     Ok(help_reply(help::CLIENT))
 }
 
+/// The class CLIENT LIST/KILL TYPE filters on (replicas and masters join with replication).
+fn client_type(c: &Client) -> &'static str {
+    if c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty() {
+        "normal"
+    } else {
+        "pubsub"
+    }
+}
+
 /// One CLIENT LIST line, in Redis 7.0's field order.
 fn client_line(c: &Client) -> String {
     let age = c.created.elapsed().as_secs();
@@ -257,7 +266,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        if kind.as_deref().is_some_and(|k| k != "normal") {
+        if kind.as_deref().is_some_and(|k| k != client_type(c)) {
             continue;
         }
         text.push_str(&client_line(c));
@@ -331,7 +340,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == &a[..])
             && laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == &a[..])
             && user.as_ref().is_none_or(|u| c.user.as_bytes() == &u[..])
-            && kind.as_ref().is_none_or(|k| k == "normal")
+            && kind.as_deref().is_none_or(|k| k == client_type(c))
     };
     let mut killed = 0;
     let targets: Vec<u64> = ctx.server.clients.values().filter(|c| matches(c)).map(|c| c.id).collect();

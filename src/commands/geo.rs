@@ -11,10 +11,12 @@ use bytes::Bytes;
 
 use self::geohash::{Shape, ShapeKind, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
 use super::access::{modify_or_create, read};
+use super::keys::notify_new;
 use super::{CmdError, Ctx};
 use crate::db::zset::ops::{zset_add, AddOut, CH, NX, XX};
 use crate::db::zset::{ScoreRange, ZSetValue};
 use crate::db::{lru_clock, Value};
+use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{parse_f64, parse_i64};
 
@@ -189,6 +191,7 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (mut added, mut updated) = (0u64, 0u64);
     if exists || flags & XX == 0 {
         let lim = limits(ctx);
+        notify_new(ctx, key, !exists);
         modify_or_create(
             ctx,
             key,
@@ -207,6 +210,10 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         )?;
     }
     ctx.dirty(added + updated);
+    // Redis runs GEOADD as a ZADD.
+    if added + updated > 0 {
+        ctx.notify(notify::ZSET, "zadd", key);
+    }
     Ok(Reply::Int((if flags & CH != 0 { added + updated } else { added }) as i64))
 }
 
@@ -474,6 +481,8 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
+    let absent = ctx.ks.db(db).peek(key).is_none();
+    notify_new(ctx, key, absent);
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(value), None, lru);
 }
 
@@ -483,6 +492,7 @@ fn delete_key(ctx: &mut Ctx<'_>, key: &[u8]) {
     if ctx.ks.exists(db, key, now) {
         ctx.ks.db_mut(db).remove(key);
         ctx.dirty(1);
+        ctx.notify(notify::GENERIC, "del", key);
     }
 }
 
@@ -561,6 +571,7 @@ fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -
     }
     store(ctx, &dst, z);
     ctx.dirty(returned as u64);
+    ctx.notify(notify::ZSET, if flags & GEOSEARCH != 0 { "geosearchstore" } else { "georadiusstore" }, &dst);
     Ok(Reply::Int(returned as i64))
 }
 

@@ -10,9 +10,11 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
+use super::keys::{is_absent, notify_del_if_gone, notify_new};
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::hash::{HashLimits, HashValue};
 use crate::db::{Keyspace, Value};
+use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{incr_by_float, parse_i64, FloatBase, IncrFloatError};
 
@@ -169,11 +171,14 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<Reply, 
         return Err(CmdError::Other(format!("ERR wrong number of arguments for '{name}' command").into()));
     }
     let limits = limits(ctx);
+    let absent = is_absent(ctx, &args[1]);
+    notify_new(ctx, &args[1], absent);
     let created = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         h.check_lengths(args[2..].iter().map(|a| &a[..]), limits);
         args[2..].chunks(2).filter(|p| h.set(&p[0], Bytes::copy_from_slice(&p[1]), limits)).count()
     })?;
     ctx.dirty((args.len() as u64 - 2) / 2);
+    ctx.notify(notify::HASH, "hset", &args[1]);
     Ok(if name == "hset" { Reply::Int(created as i64) } else { Reply::OK })
 }
 
@@ -197,6 +202,8 @@ pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let limits = limits(ctx);
     let (field, value) = (&args[2][..], &args[3][..]);
+    let absent = is_absent(ctx, &args[1]);
+    notify_new(ctx, &args[1], absent);
     let set = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         if h.contains(field) {
             return false;
@@ -206,6 +213,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?;
     if set {
         ctx.dirty(1);
+        ctx.notify(notify::HASH, "hset", &args[1]);
     }
     Ok(Reply::Int(set as i64))
 }
@@ -258,6 +266,10 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let deleted = modify(ctx, &args[1], pick_mut, HashValue::is_empty, |h| args[2..].iter().filter(|f| h.remove(f)).count())?;
     let deleted = deleted.unwrap_or(0);
     ctx.dirty(deleted as u64);
+    if deleted > 0 {
+        ctx.notify(notify::HASH, "hdel", &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
+    }
     Ok(Reply::Int(deleted as i64))
 }
 
@@ -289,6 +301,8 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let incr = arg_i64(&args[3])?;
     let limits = limits(ctx);
     let field = &args[2][..];
+    let absent = is_absent(ctx, &args[1]);
+    notify_new(ctx, &args[1], absent);
     let value = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         let old = match h.get(field) {
             Some(v) => parse_i64(v).ok_or_else(|| CmdError::other("ERR hash value is not an integer"))?,
@@ -299,6 +313,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         Ok::<_, CmdError>(value)
     })??;
     ctx.dirty(1);
+    ctx.notify(notify::HASH, "hincrby", &args[1]);
     Ok(Reply::Int(value))
 }
 
@@ -315,6 +330,8 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     }
     let limits = limits(ctx);
     let field = &args[2][..];
+    let absent = is_absent(ctx, &args[1]);
+    notify_new(ctx, &args[1], absent);
     let data = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         let result = match h.get(field) {
             Some(v) => incr_by_float(FloatBase::Str(v), incr),
@@ -330,6 +347,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
         Ok::<_, CmdError>(data)
     })??;
     ctx.dirty(1);
+    ctx.notify(notify::HASH, "hincrbyfloat", &args[1]);
     Ok(Reply::Bulk(data))
 }
 

@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::{CmdError, Ctx};
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::notify;
 use crate::protocol::Reply;
 
 const HLL_P: u32 = 14;
@@ -450,6 +451,8 @@ fn modify_str<R>(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> 
 
 fn insert_str(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>) {
     let (db, now) = (ctx.db(), ctx.now_ms);
+    // Only ever called for an absent key (Redis's dbAdd).
+    ctx.notify(notify::NEW, "new", key);
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc: StrEncoding::Raw }), None, lru_clock(now));
 }
 
@@ -483,6 +486,7 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     updated += result.unwrap_or(Ok(0))?;
     if updated > 0 {
         ctx.dirty(updated);
+        ctx.notify(notify::STRING, "pfadd", key);
     }
     Ok(Reply::Int((updated > 0) as i64))
 }
@@ -565,6 +569,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     });
     r.unwrap_or(Ok(()))?;
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "pfadd", dest);
     Ok(Reply::OK)
 }
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, help, help_reply, sanitize, CmdError, Ctx};
 use crate::db::Entry;
+use crate::notify;
 use crate::protocol::Reply;
 
 /// An argument as C string functions see it: everything before the first NUL.
@@ -79,6 +80,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.ks.expire_if_needed(db, key, now);
         if ctx.ks.db_mut(db).remove(key).is_some() {
             deleted += 1;
+            ctx.notify(notify::GENERIC, "del", key);
         }
     }
     ctx.dirty(deleted);
@@ -180,8 +182,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     }
     if when <= now && !ctx.ks.passive_expiry {
         ctx.ks.db_mut(db).remove(key);
+        ctx.notify(notify::GENERIC, "del", key);
     } else {
         ctx.ks.db_mut(db).set_expire(key, Some(when));
+        ctx.notify(notify::GENERIC, "expire", key);
     }
     ctx.dirty(1);
     Ok(Reply::Int(1))
@@ -269,6 +273,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if had {
         ctx.ks.db_mut(db).set_expire(&args[1], None);
         ctx.dirty(1);
+        ctx.notify(notify::GENERIC, "persist", &args[1]);
     }
     Ok(int(had))
 }
@@ -384,6 +389,10 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, 
         d.insert_entry(dst.clone(), entry);
     }
     ctx.dirty(1);
+    // Redis's dbAdd of the destination, then the pair of rename events.
+    ctx.notify(notify::NEW, "new", dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     Ok(if nx { Reply::Int(1) } else { Reply::OK })
 }
 
@@ -420,6 +429,9 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.server.also_modified.push((dst, key.clone()));
     }
     ctx.dirty(1);
+    ctx.notify_db(notify::NEW, "new", key, dst);
+    ctx.notify_db(notify::GENERIC, "move_from", key, src);
+    ctx.notify_db(notify::GENERIC, "move_to", key, dst);
     Ok(Reply::Int(1))
 }
 
@@ -459,6 +471,8 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.ks.db_mut(dst_db).insert_entry(dst.clone(), Entry::new(value, expire_at, now));
     ctx.server.also_modified.push((dst_db, dst.clone()));
     ctx.dirty(1);
+    ctx.notify_db(notify::NEW, "new", dst, dst_db);
+    ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
     Ok(Reply::Int(1))
 }
 
@@ -587,6 +601,28 @@ pub fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
 /// ```
 pub fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(help_reply(help::OBJECT))
+}
+
+/// Whether `key` is absent (expiring it first if its time has come): a command about to
+/// create it then raises `new`, as Redis's `dbAdd` does.
+pub(super) fn is_absent(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    !ctx.ks.exists(db, key, now)
+}
+
+/// Raises `new` (class `n`) if `absent`: call it right before the command creates the key.
+pub(super) fn notify_new(ctx: &mut Ctx<'_>, key: &[u8], absent: bool) {
+    if absent {
+        ctx.notify(notify::NEW, "new", key);
+    }
+}
+
+/// Raises `del` if `key` is gone: a collection command emptied it and it was deleted.
+pub(super) fn notify_del_if_gone(ctx: &mut Ctx<'_>, key: &[u8]) {
+    let db = ctx.db();
+    if ctx.ks.db(db).peek(key).is_none() {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
 }
 
 #[cfg(test)]

@@ -6,9 +6,11 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
+use super::keys::{is_absent, notify_del_if_gone, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::list::ListValue;
 use crate::db::Value;
+use crate::notify;
 use crate::protocol::Reply;
 
 fn pick(v: &Value) -> Option<&ListValue> {
@@ -104,9 +106,12 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> Result
             None => return Ok(Reply::Int(0)),
         }
     } else {
+        let absent = is_absent(ctx, key);
+        notify_new(ctx, key, absent);
         modify_or_create(ctx, key, pick_mut, is_empty, new_list, f)?
     };
     ctx.dirty(items.len() as u64);
+    ctx.notify(notify::LIST, if end == End::Head { "lpush" } else { "rpush" }, key);
     Ok(Reply::Int(len as i64))
 }
 
@@ -138,6 +143,15 @@ pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     push_generic(ctx, args, End::Tail, true)
 }
 
+/// The event of a pop from `end`.
+fn pop_event(end: End) -> &'static str {
+    if end == End::Head {
+        "lpop"
+    } else {
+        "rpop"
+    }
+}
+
 /// Redis's `popGenericCommand`: one element as a bulk string, or with a count an array.
 fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, CmdError> {
     if args.len() > 3 {
@@ -162,6 +176,10 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, Cmd
         None => Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil }),
         Some((reply, n)) => {
             ctx.dirty(n);
+            if n > 0 {
+                ctx.notify(notify::LIST, pop_event(end), key);
+                notify_del_if_gone(ctx, key);
+            }
             Ok(reply)
         }
     }
@@ -262,6 +280,7 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Err(CmdError::other("ERR index out of range"));
     }
     ctx.dirty(1);
+    ctx.notify(notify::LIST, "lset", key);
     Ok(Reply::OK)
 }
 
@@ -292,6 +311,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         Some(n) => {
             if n > 0 {
                 ctx.dirty(1);
+                ctx.notify(notify::LIST, "linsert", &args[1]);
             }
             Ok(Reply::Int(n))
         }
@@ -332,6 +352,10 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?
     .unwrap_or(0);
     ctx.dirty(removed);
+    if removed > 0 {
+        ctx.notify(notify::LIST, "lrem", &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
+    }
     Ok(Reply::Int(removed as i64))
 }
 
@@ -356,6 +380,8 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?;
     if let Some(n) = removed {
         ctx.dirty(n as u64);
+        ctx.notify(notify::LIST, "ltrim", &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
     }
     Ok(Reply::OK)
 }
@@ -432,15 +458,21 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
         Some(false) => return Err(CmdError::WrongType),
         Some(true) => {}
     }
-    if ctx.ks.get_mut(db, dst, now).is_some_and(|e| !matches!(e.value, Value::List(_))) {
-        return Err(CmdError::WrongType);
-    }
+    let dst_absent = match ctx.ks.get_mut(db, dst, now) {
+        Some(e) if !matches!(e.value, Value::List(_)) => return Err(CmdError::WrongType),
+        found => found.is_none(),
+    };
     let Some(item) = modify(ctx, src, pick_mut, is_empty, |l| pop(l, from))?.flatten() else {
         return Ok(Reply::Nil);
     };
     let stored = item.clone();
+    // Redis pushes first (creating the destination), then reports the pop and the deletion.
+    notify_new(ctx, dst, dst_absent);
     modify_or_create(ctx, dst, pick_mut, is_empty, new_list, |l| push(l, to, stored))?;
     ctx.dirty(1);
+    ctx.notify(notify::LIST, if to == End::Head { "lpush" } else { "rpush" }, dst);
+    ctx.notify(notify::LIST, pop_event(from), src);
+    notify_del_if_gone(ctx, src);
     Ok(Reply::Bulk(item))
 }
 
@@ -497,6 +529,8 @@ fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<
         }
         if let Some(items) = modify(ctx, key, pick_mut, is_empty, |l| pop_many(l, end, count))? {
             ctx.dirty(items.len() as u64);
+            ctx.notify(notify::LIST, pop_event(end), key);
+            notify_del_if_gone(ctx, key);
             return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)]));
         }
     }
@@ -526,6 +560,8 @@ fn blocking_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, Cm
         }
         if let Some(Some(item)) = modify(ctx, key, pick_mut, is_empty, |l| pop(l, end))? {
             ctx.dirty(1);
+            ctx.notify(notify::LIST, pop_event(end), key);
+            notify_del_if_gone(ctx, key);
             return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(item)]));
         }
     }

@@ -6,9 +6,11 @@ use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
 use super::hashes::{opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sample_distinct, scan_reply};
+use super::keys::{is_absent, notify_del_if_gone, notify_new};
 use super::{CmdError, Ctx};
 use crate::db::set::SetValue;
 use crate::db::{lru_clock, Keyspace, Value};
+use crate::notify;
 use crate::protocol::Reply;
 
 fn pick(v: &Value) -> Option<&SetValue> {
@@ -60,9 +62,14 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let max = max_intset(ctx);
     let first = &args[2][..];
     let create = || Value::Set(SetValue::for_member(first));
+    let absent = is_absent(ctx, &args[1]);
+    notify_new(ctx, &args[1], absent);
     let added =
         modify_or_create(ctx, &args[1], pick_mut, SetValue::is_empty, create, |s| args[2..].iter().filter(|m| s.add(m, max)).count())?;
     ctx.dirty(added as u64);
+    if added > 0 {
+        ctx.notify(notify::SET, "sadd", &args[1]);
+    }
     Ok(Reply::Int(added as i64))
 }
 
@@ -72,6 +79,10 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let removed = modify(ctx, &args[1], pick_mut, SetValue::is_empty, |s| args[2..].iter().filter(|m| s.remove(m)).count())?.unwrap_or(0);
     ctx.dirty(removed as u64);
+    if removed > 0 {
+        ctx.notify(notify::SET, "srem", &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
+    }
     Ok(Reply::Int(removed as i64))
 }
 
@@ -124,6 +135,8 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         };
         modify(ctx, key, pick_mut, SetValue::is_empty, |s| s.remove(&member))?;
         ctx.dirty(1);
+        ctx.notify(notify::SET, "spop", key);
+        notify_del_if_gone(ctx, key);
         return Ok(Reply::Bulk(member));
     };
     if count == 0 {
@@ -134,6 +147,8 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         let all = bulks(s.iter());
         ctx.ks.db_mut(db).remove(key);
         ctx.dirty(size as u64);
+        ctx.notify(notify::SET, "spop", key);
+        ctx.notify(notify::GENERIC, "del", key);
         return Ok(Reply::Set(all));
     }
     let count = count as usize;
@@ -164,6 +179,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         popped
     };
     ctx.dirty(count as u64);
+    ctx.notify(notify::SET, "spop", key);
     Ok(Reply::Set(popped.into_iter().map(Reply::Bulk).collect()))
 }
 
@@ -226,10 +242,14 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Ok(Reply::Int(0));
     }
     ctx.dirty(1);
+    ctx.notify(notify::SET, "srem", src);
+    notify_del_if_gone(ctx, src);
     let max = max_intset(ctx);
     let create = || Value::Set(SetValue::for_member(member));
+    notify_new(ctx, dst, dst_type.is_none());
     if modify_or_create(ctx, dst, pick_mut, SetValue::is_empty, create, |s| s.add(member, max))? {
         ctx.dirty(1);
+        ctx.notify(notify::SET, "sadd", dst);
     }
     Ok(Reply::Int(1))
 }
@@ -253,12 +273,13 @@ fn peek_sets<'k>(ks: &'k Keyspace, db: usize, keys: &[Bytes], present: &[bool]) 
 
 /// Redis's `setKey` for the STORE commands (no TTL kept; under an LFU policy the old
 /// counter is), or the deletion of `dst` when the result is empty. Replies the size.
-fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue) -> Reply {
+fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue, event: &'static str) -> Reply {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let len = set.len();
     if len == 0 {
         if ctx.ks.db_mut(db).remove(dst).is_some() {
             ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "del", dst);
         }
         return Reply::Int(0);
     }
@@ -267,8 +288,10 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue) -> Reply {
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = old_lru.unwrap_or(lru);
     }
+    notify_new(ctx, dst, old_lru.is_none());
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dst), Value::Set(set), None, lru);
     ctx.dirty(1);
+    ctx.notify(notify::SET, event, dst);
     Reply::Int(len as i64)
 }
 
@@ -313,7 +336,7 @@ fn sinter_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], mode: InterMode<'_>) -> Res
             for m in members {
                 set.add_bytes(m, max);
             }
-            store_set(ctx, dst, set)
+            store_set(ctx, dst, set, "sinterstore")
         }
     })
 }
@@ -351,7 +374,7 @@ fn sunion_diff(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&[u8]>, diff: bool
             for m in diff_members {
                 result.add_bytes(m, max);
             }
-            Ok(store_set(ctx, dst, result))
+            Ok(store_set(ctx, dst, result, if diff { "sdiffstore" } else { "sunionstore" }))
         }
     }
 }

@@ -17,10 +17,12 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
+use super::keys::notify_new;
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::list::ListValue;
 use crate::db::zset::ZSetValue;
 use crate::db::{lru_clock, Value};
+use crate::notify;
 use crate::protocol::Reply;
 
 /// An argument as C string functions see it: everything before the first NUL.
@@ -439,13 +441,17 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
         if ctx.server.config.get("maxmemory-policy").contains("lfu") {
             lru = ctx.ks.db(db).peek(storekey).map_or(lru, |e| e.lru);
         }
+        let absent = ctx.ks.db(db).peek(storekey).is_none();
+        notify_new(ctx, storekey, absent);
         ctx.ks.db_mut(db).insert(storekey.clone(), Value::List(list), None, lru);
         ctx.dirty(outputlen as u64);
+        ctx.notify(notify::LIST, "sortstore", storekey);
         // Not at a key position of SORT: tell the executor (blocked clients, watchers).
         ctx.server.also_modified.push((db, storekey.clone()));
     } else if ctx.ks.exists(db, storekey, now) {
         ctx.ks.db_mut(db).remove(storekey);
         ctx.dirty(1);
+        ctx.notify(notify::GENERIC, "del", storekey);
         ctx.server.also_modified.push((db, storekey.clone()));
     }
     Ok(Reply::Int(outputlen as i64))

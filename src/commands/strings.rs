@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::notify;
 use crate::protocol::Reply;
 use crate::util::{incr_by_float, parse_i64, FloatBase, IncrFloatError};
 
@@ -52,7 +53,11 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
+    let created = ctx.ks.db(db).peek(key).is_none();
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc }), expire_at, lru);
+    if created {
+        ctx.notify(notify::NEW, "new", key);
+    }
 }
 
 fn max_bulk_len(ctx: &Ctx<'_>) -> i128 {
@@ -154,6 +159,10 @@ fn set_generic(
     // A time already past is stored as is: the key then expires on its next access, as in Redis.
     store(ctx, key, val.to_vec(), StrEncoding::Auto, expire_at);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", key);
+    if when.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     Ok(got.unwrap_or(ok_reply))
 }
 
@@ -201,6 +210,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
     store(ctx, &args[1], args[2].to_vec(), StrEncoding::Auto, None);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", &args[1]);
     Ok(got)
 }
 
@@ -212,6 +222,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let db = ctx.db();
     if ctx.ks.db_mut(db).remove(&args[1]).is_some() {
         ctx.dirty(1);
+        ctx.notify(notify::GENERIC, "del", &args[1]);
     }
     Ok(got)
 }
@@ -238,16 +249,19 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         Some(at) if absolute && at <= now && !ctx.ks.passive_expiry => {
             ctx.ks.db_mut(db).remove(key);
             ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             ctx.ks.db_mut(db).set_expire(key, Some(at));
             ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "expire", key);
         }
         None if flags & PERSIST != 0 => {
             let had = ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at.is_some());
             if had {
                 ctx.ks.db_mut(db).set_expire(key, None);
                 ctx.dirty(1);
+                ctx.notify(notify::GENERIC, "persist", key);
             }
         }
         None => {}
@@ -285,6 +299,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, Cm
     }
     for pair in args[1..].chunks(2) {
         store(ctx, &pair[0], pair[1].to_vec(), StrEncoding::Auto, None);
+        ctx.notify(notify::STRING, "set", &pair[0]);
     }
     ctx.dirty((args.len() as u64 - 1) / 2);
     Ok(if nx { Reply::Int(1) } else { Reply::OK })
@@ -334,6 +349,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
     };
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "append", key);
     Ok(Reply::Int(len as i64))
 }
 
@@ -359,6 +375,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
         store(ctx, key, data, StrEncoding::Auto, None);
     }
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "incrby", key);
     Ok(Reply::Int(value))
 }
 
@@ -423,6 +440,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         store(ctx, key, data, StrEncoding::NotInt, None);
     }
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     Ok(reply)
 }
 
@@ -507,6 +525,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         end
     };
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))
 }
 

@@ -8,10 +8,12 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
+use super::keys::{notify_del_if_gone, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
 use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
 use crate::db::{lru_clock, Value};
+use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{format_double, parse_f64};
 
@@ -81,20 +83,24 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
     if ctx.server.config.get("maxmemory-policy").contains("lfu") {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
+    let absent = ctx.ks.db(db).peek(key).is_none();
+    notify_new(ctx, key, absent);
     ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(value), None, lru);
 }
 
 /// Stores a result (or deletes `key` when it is empty) and replies with its size.
-fn store_result(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) -> Reply {
+fn store_result(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue, event: &'static str) -> Reply {
     let n = value.len();
     if n > 0 {
         store(ctx, key, value);
         ctx.dirty(1);
+        ctx.notify(notify::ZSET, event, key);
     } else {
         let (db, now) = (ctx.db(), ctx.now_ms);
         if ctx.ks.exists(db, key, now) {
             ctx.ks.db_mut(db).remove(key);
             ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "del", key);
         }
     }
     Reply::Int(n as i64)
@@ -154,6 +160,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
     let mut nan = false;
     if exists || !has(XX) {
         let lim = limits(ctx);
+        notify_new(ctx, key, !exists);
         modify_or_create(
             ctx,
             key,
@@ -184,6 +191,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
         )?;
     }
     ctx.dirty(added + updated);
+    if added + updated > 0 {
+        ctx.notify(notify::ZSET, if has(INCR) { "zincr" } else { "zadd" }, key);
+    }
     if nan {
         return Err(CmdError::other("ERR resulting score is not a number (NaN)"));
     }
@@ -229,6 +239,10 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?
     .unwrap_or(0);
     ctx.dirty(n);
+    if n > 0 {
+        ctx.notify(notify::ZSET, "zrem", &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
+    }
     Ok(Reply::Int(n as i64))
 }
 
@@ -379,7 +393,7 @@ fn range_generic(
         for (m, s) in &items {
             dst.insert(m, *s, lim.0, lim.1);
         }
-        return Ok(store_result(ctx, &args[1], dst));
+        return Ok(store_result(ctx, &args[1], dst, "zrangestore"));
     }
     Ok(pairs_reply(ctx, items, withscores))
 }
@@ -462,6 +476,15 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
     })?
     .unwrap_or(0);
     ctx.dirty(n);
+    if n > 0 {
+        let event = match kind {
+            Kind::Rank => "zremrangebyrank",
+            Kind::Score => "zremrangebyscore",
+            Kind::Lex => "zremrangebylex",
+        };
+        ctx.notify(notify::ZSET, event, &args[1]);
+        notify_del_if_gone(ctx, &args[1]);
+    }
     Ok(Reply::Int(n as i64))
 }
 
@@ -522,6 +545,10 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, emitkey: bool, coun
     })?
     .unwrap_or_default();
     ctx.dirty(popped.len() as u64);
+    if !popped.is_empty() {
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        notify_del_if_gone(ctx, key);
+    }
     let items: Vec<Reply> = if nested {
         popped.into_iter().map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])).collect()
     } else {
@@ -732,7 +759,12 @@ fn setop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], dst: Option<&Bytes>, op: Set
             for (m, s) in &result {
                 z.insert(m, *s, i64::MAX, i64::MAX);
             }
-            Ok(store_result(ctx, dst, z))
+            let event = match op {
+                SetOp::Inter => "zinterstore",
+                SetOp::Union => "zunionstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            Ok(store_result(ctx, dst, z, event))
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Param {
 #[derive(Debug, Clone)]
 pub struct Config {
     values: Vec<String>,
+    /// `notify-keyspace-events` as flags, kept apart: its printed form drops `n` next to `A`
+    /// (as Redis prints it), so the text cannot be parsed back.
+    pub notify_flags: u32,
     /// The config file given on the command line, if any (absolute).
     pub config_file: Option<PathBuf>,
 }
@@ -56,7 +59,7 @@ impl Config {
         if let Some(i) = Self::index("dir") {
             values[i] = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
         }
-        Config { values, config_file: None }
+        Config { values, config_file: None, notify_flags: 0 }
     }
 
     fn index(name: &str) -> Option<usize> {
@@ -117,6 +120,9 @@ impl Config {
             return Err(SetError::Invalid("can't set immutable config".into()));
         }
         let canonical = normalize(p, value).map_err(SetError::Invalid)?;
+        if p.name == "notify-keyspace-events" {
+            self.notify_flags = crate::notify::parse(value).unwrap_or(0);
+        }
         self.values[i] = canonical;
         Ok(())
     }

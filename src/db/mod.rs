@@ -289,6 +289,10 @@ pub struct Keyspace {
     pub stats: KeyspaceStats,
     /// Replicas never expire keys themselves; they only hide them.
     pub passive_expiry: bool,
+    /// Record read misses in `key_misses` (only while `keymiss` events are enabled).
+    pub track_misses: bool,
+    /// Keys a read lookup missed since the executor last drained this: (db, key).
+    pub key_misses: Vec<(usize, Bytes)>,
     /// LFU tuning used when lookups touch a key (the owner of the configuration keeps it
     /// in step with `lfu-log-factor` and `lfu-decay-time`).
     pub lfu: LfuParams,
@@ -315,6 +319,8 @@ impl Keyspace {
             evicted: Vec::new(),
             stats: KeyspaceStats::default(),
             passive_expiry: false,
+            track_misses: false,
+            key_misses: Vec::new(),
             lfu: LfuParams::default(),
             rng: 0x2545_F491_4F6C_DD1D,
             evict_pool: evict::EvictionPool::default(),
@@ -387,6 +393,9 @@ impl Keyspace {
             }
             None => {
                 self.stats.keyspace_misses += 1;
+                if self.track_misses {
+                    self.key_misses.push((db, Bytes::copy_from_slice(key)));
+                }
                 None
             }
         }
@@ -402,6 +411,9 @@ impl Keyspace {
             }
             None => {
                 self.stats.keyspace_misses += 1;
+                if self.track_misses {
+                    self.key_misses.push((db, Bytes::copy_from_slice(key)));
+                }
                 None
             }
         }

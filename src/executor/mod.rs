@@ -571,35 +571,36 @@ impl Executor {
     /// evicted meanwhile.
     fn publish_events(&mut self, client: &mut Client) {
         let flags = self.server.notify_flags;
+        self.ks.track_misses = flags & crate::notify::KEY_MISS != 0;
         if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
             self.server.notifications.clear();
+            self.ks.key_misses.clear();
             return;
         }
-        if flags & crate::notify::EXPIRED != 0 {
-            for (db, key) in &self.ks.expired[self.expired_notified..] {
-                self.server.notifications.push(crate::notify::Notification {
-                    class: crate::notify::EXPIRED,
-                    event: "expired",
-                    db: *db,
-                    key: key.clone(),
-                });
-            }
-        }
-        self.expired_notified = self.ks.expired.len();
+        // What happened before or during the command's lookups comes first, as in Redis:
+        // evictions (before the command), then lazy expirations and misses, then the
+        // command's own events.
+        let mut events = Vec::new();
         if flags & crate::notify::EVICTED != 0 {
             for (db, key) in &self.ks.evicted {
-                self.server.notifications.push(crate::notify::Notification {
-                    class: crate::notify::EVICTED,
-                    event: "evicted",
-                    db: *db,
-                    key: key.clone(),
-                });
+                events.push(crate::notify::Notification { class: crate::notify::EVICTED, event: "evicted", db: *db, key: key.clone() });
             }
         }
         self.ks.evicted.clear();
-        if self.server.notifications.is_empty() {
+        if flags & crate::notify::EXPIRED != 0 {
+            for (db, key) in &self.ks.expired[self.expired_notified..] {
+                events.push(crate::notify::Notification { class: crate::notify::EXPIRED, event: "expired", db: *db, key: key.clone() });
+            }
+        }
+        self.expired_notified = self.ks.expired.len();
+        for (db, key) in std::mem::take(&mut self.ks.key_misses) {
+            events.push(crate::notify::Notification { class: crate::notify::KEY_MISS, event: "keymiss", db, key });
+        }
+        if events.is_empty() && self.server.notifications.is_empty() {
             return;
         }
+        events.append(&mut self.server.notifications);
+        self.server.notifications = events;
         commands::pubsub::publish_notifications(&mut self.server, Some(client));
         self.touched.append(&mut self.server.pushed);
     }
