@@ -311,6 +311,13 @@ pub struct ServerState {
     pub slowlog_threshold_us: i64,
     /// Cached from the config: `notify-keyspace-events` as flags.
     pub notify_flags: u32,
+    /// Cached from the config: `maxmemory` in bytes (0: no limit).
+    pub maxmemory: usize,
+    /// Cached from the config: whether `maxmemory-policy` is an LFU one (keys then keep
+    /// their frequency counter when overwritten).
+    pub lfu_policy: bool,
+    /// Cached from the config: `hz`, clamped as Redis clamps it.
+    pub hz: u64,
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
@@ -343,7 +350,7 @@ impl ServerState {
             .collect();
         let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
         let notify_flags = config.notify_flags;
-        ServerState {
+        let mut state = ServerState {
             config,
             limits,
             clients: HashMap::default(),
@@ -367,9 +374,14 @@ impl ServerState {
             rng_state: seed | 1,
             slowlog_threshold_us,
             notify_flags,
+            maxmemory: 0,
+            lfu_policy: false,
+            hz: 10,
             notifications: Vec::new(),
             active_expire_enabled: true,
-        }
+        };
+        state.config_changed();
+        state
     }
 
     /// A pseudo-random u64 (xorshift; for sampling, not for secrets).
@@ -383,6 +395,9 @@ impl ServerState {
         self.limits.refresh(&self.config);
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
         self.notify_flags = self.config.notify_flags;
+        self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
+        self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");
+        self.hz = self.config.get_int("hz").clamp(1, 500) as u64;
     }
 }
 

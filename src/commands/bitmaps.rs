@@ -384,7 +384,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
     }
     let mut lru = lru_clock(now);
-    if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+    if ctx.server.lfu_policy {
         lru = ctx.ks.db(db).peek(dest).map_or(lru, |e| e.lru);
     }
     let absent = ctx.ks.db(db).peek(dest).is_none();

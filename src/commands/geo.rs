@@ -478,7 +478,7 @@ fn search(z: &ZSetValue, shape: &Shape, limit: usize) -> Vec<GeoPoint> {
 fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
     let db = ctx.db();
     let mut lru = lru_clock(ctx.now_ms);
-    if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+    if ctx.server.lfu_policy {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
     let absent = ctx.ks.db(db).peek(key).is_none();

@@ -533,7 +533,7 @@ fn object_lookup<'a>(ctx: &'a mut Ctx<'_>, key: &[u8]) -> Option<&'a Entry> {
 }
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
-    ctx.server.config.get("maxmemory-policy").contains("lfu")
+    ctx.server.lfu_policy
 }
 
 /// ```text

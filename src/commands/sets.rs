@@ -285,7 +285,7 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue, event: &'static str) 
     }
     let mut lru = lru_clock(now);
     let old_lru = ctx.ks.get_mut(db, dst, now).map(|e| e.lru);
-    if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+    if ctx.server.lfu_policy {
         lru = old_lru.unwrap_or(lru);
     }
     notify_new(ctx, dst, old_lru.is_none());

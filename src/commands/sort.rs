@@ -438,7 +438,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
     if outputlen > 0 {
         // Redis's `setKey`: the TTL goes, an LFU counter stays.
         let mut lru = lru_clock(now);
-        if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+        if ctx.server.lfu_policy {
             lru = ctx.ks.db(db).peek(storekey).map_or(lru, |e| e.lru);
         }
         let absent = ctx.ks.db(db).peek(storekey).is_none();

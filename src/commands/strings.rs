@@ -50,7 +50,7 @@ fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
 fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
     let db = ctx.db();
     let mut lru = lru_clock(ctx.now_ms);
-    if ctx.server.config.get("maxmemory-policy").contains("lfu") {
+    if ctx.server.lfu_policy {
         lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
     }
     let created = ctx.ks.db(db).peek(key).is_none();

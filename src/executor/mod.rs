@@ -125,7 +125,7 @@ impl Executor {
     fn run(mut self, rx: Receiver<Request>) {
         let mut next_cron = Instant::now();
         loop {
-            let hz = self.server.config.get_int("hz").clamp(1, 500) as u64;
+            let hz = self.server.hz;
             let mut wait = next_cron.saturating_duration_since(Instant::now());
             if let Some((until, _)) = self.server.pause {
                 wait = wait.min(until.saturating_duration_since(Instant::now()));
@@ -485,7 +485,7 @@ impl Executor {
     /// Under `maxmemory`, evicts per `maxmemory-policy` before a command runs (as Redis does
     /// in processCommand); false when memory is still over the limit afterwards.
     fn within_maxmemory(&mut self) -> bool {
-        let maxmemory = self.server.config.get_int("maxmemory").max(0) as usize;
+        let maxmemory = self.server.maxmemory;
         if maxmemory == 0 || Self::used_memory(&self.ks) <= maxmemory {
             return true;
         }
