@@ -197,7 +197,7 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             key,
             pick_mut,
             empty,
-            || Value::ZSet(ZSetValue::new()),
+            || Value::ZSet(Box::default()),
             |z| {
                 for (score, member) in &points {
                     match zset_add(z, *score, member, flags, lim) {
@@ -483,7 +483,7 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
     }
     let absent = ctx.ks.db(db).peek(key).is_none();
     notify_new(ctx, key, absent);
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(value), None, lru);
+    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(Box::new(value)), None, lru);
 }
 
 /// Deletes `key` if present (counting the change); Redis's `dbDelete` path of STORE.

@@ -33,7 +33,7 @@ fn pick_mut(v: &mut Value) -> Option<&mut HashValue> {
 }
 
 fn new_hash() -> Value {
-    Value::Hash(HashValue::new())
+    Value::Hash(Box::default())
 }
 
 /// The hash at `key` for reading, borrowing only the keyspace (so the caller can use the

@@ -32,7 +32,7 @@ fn is_empty(l: &ListValue) -> bool {
 }
 
 fn new_list() -> Value {
-    Value::List(ListValue::new())
+    Value::List(Box::default())
 }
 
 /// Compares an option the way `strcasecmp` on Redis's C string does (up to the first NUL).

@@ -61,7 +61,7 @@ fn parse_positive(arg: &[u8]) -> Result<u64, CmdError> {
 pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let max = max_intset(ctx);
     let first = &args[2][..];
-    let create = || Value::Set(SetValue::for_member(first));
+    let create = || Value::Set(Box::new(SetValue::for_member(first)));
     let absent = is_absent(ctx, &args[1]);
     notify_new(ctx, &args[1], absent);
     let added =
@@ -175,7 +175,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             }
         }
         let popped = s.iter().filter(|m| !rebuilt.contains(m)).cloned().collect();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Set(rebuilt));
+        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Set(Box::new(rebuilt)));
         popped
     };
     ctx.dirty(count as u64);
@@ -245,7 +245,7 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.notify(notify::SET, "srem", src);
     notify_del_if_gone(ctx, src);
     let max = max_intset(ctx);
-    let create = || Value::Set(SetValue::for_member(member));
+    let create = || Value::Set(Box::new(SetValue::for_member(member)));
     notify_new(ctx, dst, dst_type.is_none());
     if modify_or_create(ctx, dst, pick_mut, SetValue::is_empty, create, |s| s.add(member, max))? {
         ctx.dirty(1);
@@ -289,7 +289,7 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue, event: &'static str) 
         lru = old_lru.unwrap_or(lru);
     }
     notify_new(ctx, dst, old_lru.is_none());
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dst), Value::Set(set), None, lru);
+    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dst), Value::Set(Box::new(set)), None, lru);
     ctx.dirty(1);
     ctx.notify(notify::SET, event, dst);
     Reply::Int(len as i64)

@@ -443,7 +443,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
         }
         let absent = ctx.ks.db(db).peek(storekey).is_none();
         notify_new(ctx, storekey, absent);
-        ctx.ks.db_mut(db).insert(storekey.clone(), Value::List(list), None, lru);
+        ctx.ks.db_mut(db).insert(storekey.clone(), Value::List(Box::new(list)), None, lru);
         ctx.dirty(outputlen as u64);
         ctx.notify(notify::LIST, "sortstore", storekey);
         // Not at a key position of SORT: tell the executor (blocked clients, watchers).
@@ -467,7 +467,7 @@ fn to_skiplist(ctx: &mut Ctx<'_>, key: &[u8]) {
                 for (m, s) in z.iter() {
                     converted.insert(m, s, i64::MAX, i64::MAX);
                 }
-                *z = converted;
+                **z = converted;
             }
         }
     });

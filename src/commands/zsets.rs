@@ -85,7 +85,7 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
     }
     let absent = ctx.ks.db(db).peek(key).is_none();
     notify_new(ctx, key, absent);
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(value), None, lru);
+    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(Box::new(value)), None, lru);
 }
 
 /// Stores a result (or deletes `key` when it is empty) and replies with its size.
@@ -166,7 +166,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
             key,
             pick_mut,
             empty,
-            || Value::ZSet(ZSetValue::new()),
+            || Value::ZSet(Box::default()),
             |z| {
                 for (score, member) in &pairs {
                     match zset_add(z, *score, member, flags, lim) {

@@ -10,10 +10,12 @@ use super::zset::ZSetValue;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrValue),
-    List(ListValue),
-    Hash(HashValue),
-    Set(SetValue),
-    ZSet(ZSetValue),
+    // The collections are boxed: a key's entry then stays small (most keys are strings),
+    // and a collection's own allocation dwarfs one more pointer.
+    List(Box<ListValue>),
+    Hash(Box<HashValue>),
+    Set(Box<SetValue>),
+    ZSet(Box<ZSetValue>),
 }
 
 /// A string value and the encoding Redis would report for it.
