@@ -105,6 +105,11 @@ impl<V> KeyTable<V> {
         }
         let b = (hash & self.mask()) as usize;
         let idx = self.entries.len() as u32;
+        // Small tables (most hashes and sets are tiny) grow one slot at a time instead of
+        // doubling from 4: a one-field hash then holds one slot, not four.
+        if self.entries.len() == self.entries.capacity() && self.entries.len() < 16 {
+            self.entries.reserve_exact(1);
+        }
         self.entries.push(Slot { key, value, hash, next: self.buckets[b] });
         self.buckets[b] = idx;
         None
