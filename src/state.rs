@@ -83,7 +83,8 @@ pub struct Client {
     pub authenticated: bool,
     pub user: String,
     pub created: Instant,
-    pub last_interaction: Instant,
+    /// Wall-clock ms of the last batch (the executor's batch clock: no extra clock read).
+    pub last_interaction_ms: i64,
     /// The last command run, `container|sub` form, for CLIENT LIST `cmd=`.
     pub last_cmd: &'static str,
     /// Close the connection once this batch's replies are written (QUIT, protocol error).
@@ -167,7 +168,7 @@ impl Client {
             authenticated,
             user: "default".into(),
             created: now,
-            last_interaction: now,
+            last_interaction_ms: crate::clock::now_ms(),
             last_cmd: "NULL",
             close_after_reply: false,
             out: Vec::new(),
@@ -318,6 +319,9 @@ pub struct ServerState {
     pub lfu_policy: bool,
     /// Cached from the config: `hz`, clamped as Redis clamps it.
     pub hz: u64,
+    /// Cached from `client-output-buffer-limit`: the hard limits of the normal and pubsub
+    /// classes (0: none).
+    pub output_hard_limits: (u64, u64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
@@ -377,6 +381,7 @@ impl ServerState {
             maxmemory: 0,
             lfu_policy: false,
             hz: 10,
+            output_hard_limits: (0, 0),
             notifications: Vec::new(),
             active_expire_enabled: true,
         };
@@ -398,6 +403,12 @@ impl ServerState {
         self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
         self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");
         self.hz = self.config.get_int("hz").clamp(1, 500) as u64;
+        let spec = self.config.get("client-output-buffer-limit");
+        let words: Vec<&str> = spec.split_whitespace().collect();
+        let hard = |class: &str| {
+            words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
+        };
+        self.output_hard_limits = (hard("normal"), hard("pubsub"));
     }
 }
 

@@ -192,7 +192,7 @@ fn client_type(c: &Client) -> &'static str {
 /// One CLIENT LIST line, in Redis 7.0's field order.
 fn client_line(c: &Client) -> String {
     let age = c.created.elapsed().as_secs();
-    let idle = c.last_interaction.elapsed().as_secs();
+    let idle = (crate::clock::now_ms() - c.last_interaction_ms).max(0) / 1000;
     let qbuf = c.flags.qbuf.load(Ordering::Relaxed);
     let name = c.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };

@@ -185,7 +185,7 @@ impl Executor {
                     return;
                 };
                 self.now_ms = crate::clock::now_ms();
-                client.last_interaction = Instant::now();
+                client.last_interaction_ms = self.now_ms;
                 client.open_batches += 1;
                 if let Some(blocked) = client.blocked.as_mut() {
                     // A pipeline that goes on behind a blocked command waits with it.
@@ -280,11 +280,12 @@ impl Executor {
 
     /// The hard output limit of a client's class (normal or pubsub).
     fn output_limit(&self, client: &Client) -> u64 {
-        let class =
-            if client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty() { "normal" } else { "pubsub" };
-        let spec = self.server.config.get("client-output-buffer-limit");
-        let words: Vec<&str> = spec.split_whitespace().collect();
-        words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
+        let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
+        if subscribed {
+            self.server.output_hard_limits.1
+        } else {
+            self.server.output_hard_limits.0
+        }
     }
 
     /// Encodes a reply into the client's output, counting errors for INFO.
@@ -727,7 +728,7 @@ impl Executor {
                 .filter(|c| {
                     c.blocked.is_none() && !c.monitor && c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()
                 })
-                .filter(|c| c.last_interaction.elapsed() > limit)
+                .filter(|c| crate::clock::now_ms() - c.last_interaction_ms > limit.as_millis() as i64)
                 .map(|c| c.id)
                 .collect();
             for id in idle {
