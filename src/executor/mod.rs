@@ -538,6 +538,11 @@ impl Executor {
     /// After a command changed data: its keys may wake blocked clients and abort watchers'
     /// transactions.
     fn signal_modified(&mut self, client: &mut Client, cmd: &CommandSpec, args: &[Bytes]) {
+        if self.server.watchers.is_empty() && self.blocking.is_empty() {
+            // Nobody to tell: the common case costs nothing.
+            self.server.also_modified.clear();
+            return;
+        }
         let db = client.db;
         let mut extra = std::mem::take(&mut self.server.also_modified);
         for pos in cmd.key_positions(args.len()) {
