@@ -20,23 +20,8 @@ use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{parse_f64, parse_i64};
 
-fn pick(v: &Value) -> Option<&ZSetValue> {
-    match v {
-        Value::ZSet(z) => Some(z),
-        _ => None,
-    }
-}
-
-fn pick_mut(v: &mut Value) -> Option<&mut ZSetValue> {
-    match v {
-        Value::ZSet(z) => Some(z),
-        _ => None,
-    }
-}
-
-fn empty(z: &ZSetValue) -> bool {
-    z.is_empty()
-}
+// Geo keys are sorted sets: the same typed access as the sorted-set commands.
+use super::zsets::{empty, pick, pick_mut};
 
 /// `strcasecmp(arg, name) == 0`: C compares up to the first NUL.
 fn opt_is(arg: &[u8], name: &str) -> bool {

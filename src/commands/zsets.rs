@@ -17,21 +17,21 @@ use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{format_double, parse_f64};
 
-fn pick(v: &Value) -> Option<&ZSetValue> {
+pub(super) fn pick(v: &Value) -> Option<&ZSetValue> {
     match v {
         Value::ZSet(z) => Some(z),
         _ => None,
     }
 }
 
-fn pick_mut(v: &mut Value) -> Option<&mut ZSetValue> {
+pub(super) fn pick_mut(v: &mut Value) -> Option<&mut ZSetValue> {
     match v {
         Value::ZSet(z) => Some(z),
         _ => None,
     }
 }
 
-fn empty(z: &ZSetValue) -> bool {
+pub(super) fn empty(z: &ZSetValue) -> bool {
     z.is_empty()
 }
 

@@ -386,25 +386,18 @@ impl Keyspace {
     /// Looks a key up for reading (Redis's `lookupKeyRead`): expired keys are deleted (or
     /// hidden) first, a hit or miss is counted, and the key's access time is updated.
     pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        match self.lookup(db, key, now_ms, true) {
-            Some(pos) => {
-                self.stats.keyspace_hits += 1;
-                Some(self.dbs[db].keys.value_at(pos))
-            }
-            None => {
-                self.stats.keyspace_misses += 1;
-                if self.track_misses {
-                    self.key_misses.push((db, Bytes::copy_from_slice(key)));
-                }
-                None
-            }
-        }
+        self.read_lookup(db, key, now_ms, true)
     }
 
     /// Like [`Keyspace::get`] but leaves the access time alone (Redis's `LOOKUP_NOTOUCH`,
     /// used by TYPE, TTL, EXISTS, OBJECT...).
     pub fn get_no_touch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        match self.lookup(db, key, now_ms, false) {
+        self.read_lookup(db, key, now_ms, false)
+    }
+
+    /// A read lookup: counts the hit or miss (and records misses for `keymiss` events).
+    fn read_lookup(&mut self, db: usize, key: &[u8], now_ms: i64, touch: bool) -> Option<&Entry> {
+        match self.lookup(db, key, now_ms, touch) {
             Some(pos) => {
                 self.stats.keyspace_hits += 1;
                 Some(self.dbs[db].keys.value_at(pos))
