@@ -111,6 +111,46 @@ pub fn incr_by_float(base: FloatBase<'_>, incr: &[u8]) -> Result<Vec<u8>, IncrFl
     }
 }
 
+/// An argument as C string functions see it: everything before the first NUL (Redis compares
+/// options and parses numbers with C functions, so `"nx\0junk"` is `NX`).
+pub fn cstr(arg: &[u8]) -> &[u8] {
+    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
+}
+
+/// `strcasecmp(arg, name) == 0` on Redis's C string.
+pub fn opt_is(arg: &[u8], name: &str) -> bool {
+    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// A SCAN-family cursor, parsed as Redis does with `strtoul`: no leading space, an optional
+/// sign (a minus wraps around), decimal digits up to the first NUL, no overflow. The empty
+/// string is cursor 0. `None`: "ERR invalid cursor".
+pub fn parse_scan_cursor(arg: &[u8]) -> Option<u64> {
+    let s = cstr(arg);
+    let Some(&first) = s.first() else {
+        return Some(0);
+    };
+    if matches!(first, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+        return None;
+    }
+    let (neg, digits) = match first {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
 /// Appends the decimal form of `n`.
 pub fn i64_bytes(n: i64) -> Vec<u8> {
     n.to_string().into_bytes()

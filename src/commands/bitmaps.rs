@@ -8,21 +8,11 @@ use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::util::parse_i64;
+use crate::util::{cstr as c_str, opt_is};
 
 const BIT_OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
 const BIT_VALUE_ERR: &str = "ERR bit is not an integer or out of range";
 const BITFIELD_TYPE_ERR: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
-
-/// Compares an option the way `strcasecmp` on Redis's C string does (up to the first NUL).
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    c_str(arg).eq_ignore_ascii_case(name.as_bytes())
-}
-
-/// The argument up to its first NUL, as C code sees it.
-fn c_str(arg: &[u8]) -> &[u8] {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    &arg[..end]
-}
 
 fn max_bulk_len(ctx: &Ctx<'_>) -> i64 {
     ctx.server.config.get_int("proto-max-bulk-len")
@@ -162,6 +152,32 @@ fn parse_unit(arg: &[u8]) -> Result<bool, CmdError> {
     }
 }
 
+/// BITCOUNT's and BITPOS's range normalisation (negative indexes from the end, clamping,
+/// BIT units turned into bytes plus masks for the partial first and last bytes): returns
+/// (start byte, end byte, first-byte mask, last-byte mask).
+fn byte_range(mut st: i64, mut en: i64, strlen: i64, isbit: bool) -> (i64, i64, u8, u8) {
+    let totlen = if isbit { strlen << 3 } else { strlen };
+    if st < 0 {
+        st += totlen;
+    }
+    if en < 0 {
+        en += totlen;
+    }
+    st = st.max(0);
+    en = en.max(0);
+    if en >= totlen {
+        en = totlen - 1;
+    }
+    let (mut first_mask, mut last_mask) = (0u8, 0u8);
+    if isbit && st <= en {
+        first_mask = !((1u32 << (8 - (st & 7))) - 1) as u8;
+        last_mask = ((1u32 << (7 - (en & 7))) - 1) as u8;
+        st >>= 3;
+        en >>= 3;
+    }
+    (st, en, first_mask, last_mask)
+}
+
 /// ```text
 /// BITCOUNT key [start end [BYTE | BIT]]
 /// ```
@@ -174,35 +190,13 @@ pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (mut first_mask, mut last_mask) = (0u8, 0u8);
     let (start, end);
     if args.len() == 4 || args.len() == 5 {
-        let mut totlen = strlen;
-        let mut st = arg_i64(&args[2])?;
-        let mut en = arg_i64(&args[3])?;
+        let st = arg_i64(&args[2])?;
+        let en = arg_i64(&args[3])?;
         if st < 0 && en < 0 && st > en {
             return Ok(Reply::Int(0));
         }
         let isbit = if args.len() == 5 { parse_unit(&args[4])? } else { false };
-        if isbit {
-            totlen <<= 3;
-        }
-        if st < 0 {
-            st += totlen;
-        }
-        if en < 0 {
-            en += totlen;
-        }
-        st = st.max(0);
-        en = en.max(0);
-        if en >= totlen {
-            en = totlen - 1;
-        }
-        if isbit && st <= en {
-            first_mask = !((1u32 << (8 - (st & 7))) - 1) as u8;
-            last_mask = ((1u32 << (7 - (en & 7))) - 1) as u8;
-            st >>= 3;
-            en >>= 3;
-        }
-        start = st;
-        end = en;
+        (start, end, first_mask, last_mask) = byte_range(st, en, strlen, isbit);
     } else if args.len() == 2 {
         start = 0;
         end = strlen - 1;
@@ -241,37 +235,15 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut end_given = false;
     let (mut start, end);
     if (4..=6).contains(&args.len()) {
-        let mut totlen = strlen;
-        let mut st = arg_i64(&args[3])?;
+        let st = arg_i64(&args[3])?;
         let isbit = if args.len() == 6 { parse_unit(&args[5])? } else { false };
-        let mut en = if args.len() >= 5 {
+        let en = if args.len() >= 5 {
             end_given = true;
             arg_i64(&args[4])?
         } else {
-            totlen - 1
+            strlen - 1
         };
-        if isbit {
-            totlen <<= 3;
-        }
-        if st < 0 {
-            st += totlen;
-        }
-        if en < 0 {
-            en += totlen;
-        }
-        st = st.max(0);
-        en = en.max(0);
-        if en >= totlen {
-            en = totlen - 1;
-        }
-        if isbit && st <= en {
-            first_mask = !((1u32 << (8 - (st & 7))) - 1) as u8;
-            last_mask = ((1u32 << (7 - (en & 7))) - 1) as u8;
-            st >>= 3;
-            en >>= 3;
-        }
-        start = st;
-        end = en;
+        (start, end, first_mask, last_mask) = byte_range(st, en, strlen, isbit);
     } else if args.len() == 3 {
         start = 0;
         end = strlen - 1;

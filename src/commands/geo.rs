@@ -22,12 +22,7 @@ use crate::util::{parse_f64, parse_i64};
 
 // Geo keys are sorted sets: the same typed access as the sorted-set commands.
 use super::zsets::{empty, pick, pick_mut};
-
-/// `strcasecmp(arg, name) == 0`: C compares up to the first NUL.
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(name.as_bytes())
-}
+use crate::util::opt_is;
 
 fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
     let cfg = &ctx.server.config;

@@ -16,6 +16,7 @@ use crate::db::hash::{HashLimits, HashValue};
 use crate::db::{Keyspace, Value};
 use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
+pub(super) use crate::util::opt_is;
 use crate::util::{incr_by_float, parse_i64, FloatBase, IncrFloatError};
 
 fn pick(v: &Value) -> Option<&HashValue> {
@@ -51,16 +52,6 @@ fn limits(ctx: &Ctx<'_>) -> HashLimits {
         max_entries: cfg.get_int("hash-max-listpack-entries").max(0) as u64,
         max_value: cfg.get_int("hash-max-listpack-value").max(0) as u64,
     }
-}
-
-/// An argument as C string functions see it: everything before the first NUL.
-fn cstr(arg: &[u8]) -> &[u8] {
-    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
-}
-
-/// `strcasecmp(arg, name) == 0`.
-pub(super) fn opt_is(arg: &[u8], name: &str) -> bool {
-    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
 }
 
 /// Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` for the count of
@@ -100,30 +91,7 @@ pub(super) fn sample_distinct(n: usize, k: usize, rng: &mut impl FnMut() -> u64)
 /// Redis's `parseScanCursorOrReply` (`strtoul`): no leading space, an optional sign (a minus
 /// wraps around), decimal digits up to the first NUL, no overflow; "" is cursor 0.
 pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    let invalid = || CmdError::other("ERR invalid cursor");
-    let s = cstr(arg);
-    let Some(&first) = s.first() else {
-        return Ok(0);
-    };
-    if matches!(first, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        return Err(invalid());
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return Err(invalid());
-        }
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(c - b'0'))).ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
+    crate::util::parse_scan_cursor(arg).ok_or_else(|| CmdError::other("ERR invalid cursor"))
 }
 
 /// The options of HSCAN/SSCAN (Redis's `scanGenericCommand`, step 1).

@@ -10,16 +10,7 @@ use super::{arg_i64, help, help_reply, sanitize, CmdError, Ctx};
 use crate::db::Entry;
 use crate::notify;
 use crate::protocol::Reply;
-
-/// An argument as C string functions see it: everything before the first NUL.
-fn cstr(arg: &[u8]) -> &[u8] {
-    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
-}
-
-/// `strcasecmp(arg, name) == 0`.
-fn is_opt(arg: &[u8], name: &str) -> bool {
-    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
-}
+use crate::util::{cstr, opt_is as is_opt, parse_scan_cursor as parse_cursor};
 
 /// Redis's `getIntFromObject`: a `string2ll` integer within the range of a C int.
 fn parse_i32(arg: &[u8]) -> Option<i32> {
@@ -35,35 +26,6 @@ fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
         return Err(CmdError::DbIndexOutOfRange);
     }
     Ok(n as usize)
-}
-
-/// SCAN's cursor, parsed as Redis does with `strtoul`: no leading space, an optional sign
-/// (a minus wraps around), decimal digits up to the first NUL, no overflow. The empty
-/// string is cursor 0.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = cstr(arg);
-    let Some(&first) = s.first() else {
-        return Some(0);
-    };
-    if matches!(first, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        return None;
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 fn int(b: bool) -> Reply {

@@ -12,6 +12,7 @@ use crate::db::list::ListValue;
 use crate::db::Value;
 use crate::notify;
 use crate::protocol::Reply;
+use crate::util::opt_is;
 
 fn pick(v: &Value) -> Option<&ListValue> {
     match v {
@@ -33,12 +34,6 @@ fn is_empty(l: &ListValue) -> bool {
 
 fn new_list() -> Value {
     Value::List(Box::default())
-}
-
-/// Compares an option the way `strcasecmp` on Redis's C string does (up to the first NUL).
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(name.as_bytes())
 }
 
 /// Redis's `getRangeLongFromObjectOrReply`: an integer within `min..=max`, else `msg` (or the

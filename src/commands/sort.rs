@@ -24,16 +24,7 @@ use crate::db::zset::ZSetValue;
 use crate::db::{lru_clock, Value};
 use crate::notify;
 use crate::protocol::Reply;
-
-/// An argument as C string functions see it: everything before the first NUL.
-fn cstr(arg: &[u8]) -> &[u8] {
-    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
-}
-
-/// `strcasecmp(arg, name) == 0`.
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
-}
+use crate::util::{cstr, opt_is};
 
 extern "C" {
     fn strtod(s: *const std::os::raw::c_char, end: *mut *mut std::os::raw::c_char) -> f64;

@@ -7,6 +7,7 @@ use super::{arg_i64, CmdError, Ctx};
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
+use crate::util::opt_is;
 use crate::util::{incr_by_float, parse_i64, FloatBase, IncrFloatError};
 
 // The option flags of SET and GETEX (Redis's OBJ_SET_* bits).
@@ -20,12 +21,6 @@ const PX: u32 = 1 << 6;
 const EXAT: u32 = 1 << 7;
 const PXAT: u32 = 1 << 8;
 const ANY_EXPIRE: u32 = EX | PX | EXAT | PXAT;
-
-/// Compares an option the way `strcasecmp` on Redis's C string does (up to the first NUL).
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(name.as_bytes())
-}
 
 /// The string value at `key`, `None` if absent, WRONGTYPE for another type. `write` picks
 /// Redis's `lookupKeyWrite` (no hit/miss counted) over `lookupKeyRead`; both expire lazily.

@@ -15,6 +15,7 @@ use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
 use crate::db::{lru_clock, Value};
 use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
+use crate::util::opt_is;
 use crate::util::{format_double, parse_f64};
 
 pub(super) fn pick(v: &Value) -> Option<&ZSetValue> {
@@ -33,16 +34,6 @@ pub(super) fn pick_mut(v: &mut Value) -> Option<&mut ZSetValue> {
 
 pub(super) fn empty(z: &ZSetValue) -> bool {
     z.is_empty()
-}
-
-/// An argument as C string functions see it: everything before the first NUL.
-fn cstr(arg: &[u8]) -> &[u8] {
-    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
-}
-
-/// `strcasecmp(arg, name) == 0`.
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    cstr(arg).eq_ignore_ascii_case(name.as_bytes())
 }
 
 /// The listpack limits, read at write time.

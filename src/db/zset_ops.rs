@@ -9,11 +9,8 @@ use bytes::Bytes;
 use super::skiplist::cmp_entry;
 use super::{LexEdge, LexRange, NodeId, ScoreRange, ZSetValue};
 use crate::db::set::SetValue;
-
-/// An argument as C string functions see it: everything before the first NUL.
-fn cstr(arg: &[u8]) -> &[u8] {
-    arg.iter().position(|&b| b == 0).map_or(arg, |end| &arg[..end])
-}
+use crate::util::cstr;
+pub use crate::util::parse_scan_cursor as parse_cursor;
 
 extern "C" {
     fn strtod(s: *const std::os::raw::c_char, end: *mut *mut std::os::raw::c_char) -> f64;
@@ -241,30 +238,6 @@ pub fn zset_add(z: &mut ZSetValue, mut score: f64, member: &[u8], flags: u8, lim
         }
         None => AddOut::Nop,
     }
-}
-
-/// SCAN's cursor, parsed as Redis does with `strtoul` (see SCAN).
-pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = cstr(arg);
-    let Some(&first) = s.first() else {
-        return Some(0);
-    };
-    if matches!(first, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        return None;
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// One input of ZINTER/ZUNION/ZDIFF: a sorted set, a plain set (every score 1) or nothing.
