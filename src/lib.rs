@@ -25,6 +25,7 @@ pub mod glob;
 pub mod log;
 pub mod notify;
 pub mod protocol;
+pub mod scripting;
 pub mod server;
 pub mod state;
 pub mod util;

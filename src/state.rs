@@ -115,6 +115,10 @@ pub struct Client {
     pub multi_dirty: bool,
     /// Set by EXEC's handler: the executor runs the queue.
     pub exec_requested: bool,
+    /// Set by EVAL & co.: the executor runs the script.
+    pub script_call: Option<crate::commands::scripting::ScriptCall>,
+    /// While a script runs commands through this client (SORT sorts sets, MONITOR says `lua`).
+    pub in_script: bool,
     /// WATCHed (db, key) pairs.
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
@@ -184,6 +188,8 @@ impl Client {
             multi: None,
             multi_dirty: false,
             exec_requested: false,
+            script_call: None,
+            in_script: false,
             watched: Vec::new(),
             cas_dirty: false,
             reply_off: false,
@@ -326,6 +332,10 @@ pub struct ServerState {
     pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
     pub active_expire_enabled: bool,
+    /// The Lua engine (taken out by the executor while a script runs).
+    pub scripts: Option<Box<crate::scripting::ScriptEngine>>,
+    /// The running script's state, shared with the connection tasks (busy answers, kills).
+    pub script_watch: Arc<crate::scripting::ScriptWatch>,
 }
 
 /// Listeners of each channel, pattern and shard channel, in subscription order.
@@ -354,6 +364,9 @@ impl ServerState {
             .collect();
         let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
         let notify_flags = config.notify_flags;
+        let script_watch = Arc::new(crate::scripting::ScriptWatch::default());
+        // The engine is built from constants only; failing here is a build defect.
+        let scripts = crate::scripting::ScriptEngine::new(script_watch.clone()).expect("the Lua state could not be created");
         let mut state = ServerState {
             config,
             limits,
@@ -384,6 +397,8 @@ impl ServerState {
             output_hard_limits: (0, 0),
             notifications: Vec::new(),
             active_expire_enabled: true,
+            scripts: Some(Box::new(scripts)),
+            script_watch,
         };
         state.config_changed();
         state

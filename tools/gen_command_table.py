@@ -147,7 +147,7 @@ def main():
         "//! One entry per command, a few lines each; rustfmt leaves the layout alone.",
         "",
         "use super::spec::{CommandSpec, Doc, Flag, Group};",
-        "use super::{bitmaps, connection, geo, hashes, hll, introspection, keys, lists, pubsub, server, sets, sort, strings, transactions, zsets, CmdError, Ctx};",
+        "use super::{%s, CmdError, Ctx};" % ", ".join(sorted({m for m, _ in wanted})),
         "use crate::protocol::Reply;",
         "use bytes::Bytes;",
         "",

@@ -17,6 +17,7 @@ mod introspection;
 mod keys;
 mod lists;
 pub mod pubsub;
+pub mod scripting;
 mod server;
 mod sets;
 mod sort;

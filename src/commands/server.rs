@@ -130,15 +130,21 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             let (rss, _, _) = process_usage();
             let used = crate::executor::Executor::used_memory(ctx.ks) as u64;
             let maxmemory = s.config.get_int("maxmemory") as u64;
+            let engine = s.scripts.as_deref();
+            let lua = engine.map_or(0, |e| e.lua_memory()) as u64;
+            let scripts = engine.map_or(0, |e| e.count());
+            let scripts_mem = engine.map_or(0, |e| e.scripts_memory()) as u64;
             let _ = write!(
                 out,
-                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_vm_eval:31744\r\nused_memory_lua_human:31.00K\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nused_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_mem}\r\nnumber_of_cached_scripts:{scripts}\r\nused_memory_scripts:{scripts_mem}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
                 human_bytes(used),
                 human_bytes(rss),
                 human_bytes(used),
                 1024 * 1024,
                 1024 * 1024,
                 ctx.ks.total_mem(),
+                human_bytes(lua),
+                human_bytes(scripts_mem),
                 human_bytes(maxmemory),
                 s.config.get("maxmemory-policy"),
                 if used > 0 { rss as f64 / used as f64 } else { 0.0 },

@@ -302,7 +302,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
     if kind == Some(Kind::ZSet) {
         to_skiplist(ctx, &args[1]);
     }
-    if dontsort && kind == Some(Kind::Set) && storekey.is_some() {
+    // A set has no order of its own: sorted for the log's sake when stored or seen by a script.
+    if dontsort && kind == Some(Kind::Set) && (storekey.is_some() || ctx.client.in_script) {
         dontsort = false;
         alpha = true;
         sortby = None;

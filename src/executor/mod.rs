@@ -13,6 +13,7 @@
 //! the hop back to the connection task; only bytes that would block go through the task.
 
 mod blocking;
+mod script;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -61,6 +62,8 @@ pub enum Request {
 pub struct ExecutorHandle {
     pub tx: Sender<Request>,
     pub limits: Arc<SharedLimits>,
+    /// The running script's state: connection tasks answer BUSY and SCRIPT KILL from it.
+    pub script_watch: Arc<crate::scripting::ScriptWatch>,
 }
 
 /// All the state; lives on the executor thread.
@@ -80,6 +83,8 @@ pub struct Executor {
     expired_notified: usize,
     /// Clients held by CLIENT PAUSE, in the order they stopped.
     postponed: VecDeque<ClientId>,
+    /// What the last script did (the AOF builds on it).
+    pub last_script_outcome: Option<crate::scripting::ScriptOutcome>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -108,6 +113,7 @@ impl Executor {
             expired_seen: 0,
             postponed: VecDeque::new(),
             expired_notified: 0,
+            last_script_outcome: None,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -116,10 +122,15 @@ impl Executor {
     /// is gone.
     pub fn spawn(config: Config) -> std::io::Result<(ExecutorHandle, std::thread::JoinHandle<()>)> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let exec = Executor::new(config);
-        let limits = exec.server.limits.clone();
-        let join = std::thread::Builder::new().name("executor".into()).spawn(move || exec.run(rx))?;
-        Ok((ExecutorHandle { tx, limits }, join))
+        // The executor is built on its own thread: the Lua state may not cross threads.
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let join = std::thread::Builder::new().name("executor".into()).spawn(move || {
+            let exec = Executor::new(config);
+            let _ = ready_tx.send((exec.server.limits.clone(), exec.server.script_watch.clone()));
+            exec.run(rx)
+        })?;
+        let (limits, script_watch) = ready_rx.recv().map_err(|_| std::io::Error::other("the executor did not start"))?;
+        Ok((ExecutorHandle { tx, limits, script_watch }, join))
     }
 
     fn run(mut self, rx: Receiver<Request>) {
@@ -306,7 +317,8 @@ impl Executor {
         if self.server.monitors.is_empty() || cmd.has(Flag::Admin) || cmd.has(Flag::SkipMonitor) {
             return;
         }
-        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, &client.addr, args);
+        let addr = if client.in_script { "lua" } else { client.addr.as_str() };
+        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, addr, args);
         for id in self.server.monitors.clone() {
             if let Some(m) = self.server.clients.get_mut(&id) {
                 encode_reply(&line, m.proto, &mut m.out);
@@ -439,12 +451,35 @@ impl Executor {
             }
         }
 
+        let start = Instant::now();
+        let mut reply = self.run_command(client, cmd, args);
+        if let Some(call) = client.script_call.take() {
+            reply = self.run_script(client, args, call);
+        }
+        let elapsed = start.elapsed().as_micros() as u64;
+        if elapsed >= 1000 {
+            // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
+            self.now_ms = crate::clock::now_ms();
+        }
+        if !cmd.has(Flag::SkipSlowlog) {
+            self.slowlog_record(client, args, elapsed);
+        }
+        if std::mem::take(&mut client.exec_requested) {
+            reply = self.exec_transaction(client);
+        }
+        reply
+    }
+
+    /// Runs a command that passed its checks, then does what follows every command: watched
+    /// keys, blocked clients, expiry and keyspace events, MONITOR, command statistics. Shared
+    /// by clients' commands and scripts' `redis.call`.
+    fn run_command(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes]) -> Reply {
         client.last_cmd = cmd.name;
         let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
         let start = Instant::now();
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-        let mut reply = commands::call(cmd, &mut ctx, args);
+        let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.elapsed().as_micros() as u64;
         if self.server.dirty != dirty_before {
             self.signal_modified(client, cmd, args);
@@ -457,22 +492,12 @@ impl Executor {
         self.publish_events(client);
         // Receivers of PUBLISH get their output released with this batch.
         self.touched.append(&mut self.server.pushed);
-        if elapsed >= 1000 {
-            // A slow command (DEBUG SLEEP, a big KEYS): the batch clock is stale now.
-            self.now_ms = crate::clock::now_ms();
-        }
         self.server.stats.total_commands_processed += 1;
         let stat = self.server.stats.command(cmd.id);
         stat.calls += 1;
         stat.usec += elapsed;
         if reply.is_error() {
             stat.failed_calls += 1;
-        }
-        if !cmd.has(Flag::SkipSlowlog) {
-            self.slowlog_record(client, args, elapsed);
-        }
-        if std::mem::take(&mut client.exec_requested) {
-            reply = self.exec_transaction(client);
         }
         reply
     }

@@ -1,0 +1,135 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD/EXISTS/FLUSH/KILL/HELP.
+//!
+//! The handlers check arguments and compile or find the script; the run itself happens in the
+//! executor, the way EXEC does: the handler leaves a [`ScriptCall`] in
+//! `Client::script_call`, and the executor runs it with the script rules (it owns what
+//! `redis.call` needs). SCRIPT KILL reaches this handler only when no script runs (a busy
+//! script's kills are answered by the connection tasks).
+
+use bytes::Bytes;
+
+use super::{CmdError, Ctx};
+use crate::protocol::Reply;
+use crate::scripting::ScriptEngine;
+
+/// A script run asked for by EVAL & co.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptCall {
+    pub sha: String,
+    pub numkeys: usize,
+    /// EVAL_RO / EVALSHA_RO.
+    pub read_only: bool,
+}
+
+/// ```text
+/// EVAL script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+pub fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    eval_generic(ctx, args, false, false)
+}
+
+/// ```text
+/// EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+pub fn evalsha(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    eval_generic(ctx, args, true, false)
+}
+
+/// ```text
+/// EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+pub fn eval_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    eval_generic(ctx, args, false, true)
+}
+
+/// ```text
+/// EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    eval_generic(ctx, args, true, true)
+}
+
+fn engine<'a>(ctx: &'a mut Ctx<'_>) -> Result<&'a mut ScriptEngine, CmdError> {
+    ctx.server.scripts.as_deref_mut().ok_or_else(|| CmdError::other("ERR the scripting engine is not available"))
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Result<Reply, CmdError> {
+    let numkeys = super::arg_i64(&args[2])?;
+    if numkeys < 0 {
+        return Err(CmdError::other("ERR Number of keys can't be negative"));
+    }
+    if numkeys as usize > args.len() - 3 {
+        return Err(CmdError::other("ERR Number of keys can't be greater than number of args"));
+    }
+    let engine = engine(ctx)?;
+    let sha = if by_sha {
+        match engine.get(&args[1]) {
+            Some(_) => String::from_utf8_lossy(&args[1]).to_ascii_lowercase(),
+            None => return Err(CmdError::other("NOSCRIPT No matching script. Please use EVAL.")),
+        }
+    } else {
+        engine.load(&args[1]).map_err(|e| CmdError::Other(e.into()))?
+    };
+    ctx.client.script_call = Some(ScriptCall { sha, numkeys: numkeys as usize, read_only });
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// SCRIPT LOAD script
+/// ```
+pub fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let sha = engine(ctx)?.load(&args[2]).map_err(|e| CmdError::Other(e.into()))?;
+    Ok(Reply::bulk_string(sha))
+}
+
+/// ```text
+/// SCRIPT EXISTS sha1 [sha1 ...]
+/// ```
+pub fn script_exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let engine = engine(ctx)?;
+    Ok(Reply::Array(args[2..].iter().map(|sha| Reply::Int(engine.exists(sha) as i64)).collect()))
+}
+
+/// ```text
+/// SCRIPT FLUSH [ASYNC | SYNC]
+/// ```
+pub fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 || (args.len() == 3 && !crate::util::opt_is(&args[2], "sync") && !crate::util::opt_is(&args[2], "async")) {
+        return Err(CmdError::other("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
+    }
+    engine(ctx)?.flush().map_err(|e| CmdError::Other(format!("ERR {e}").into()))?;
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// SCRIPT KILL
+/// ```
+pub fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    // Here the executor is free: nothing runs.
+    Err(CmdError::other("NOTBUSY No scripts in execution right now."))
+}
+
+/// ```text
+/// SCRIPT HELP
+/// ```
+pub fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(super::help_reply(&[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DEBUG (YES|SYNC|NO)",
+        "    Set the debug mode for subsequent scripts executed.",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Prints this help.",
+    ]))
+}

@@ -1,0 +1,186 @@
+//! Running scripts: the executor's side of the Lua bridge.
+//!
+//! `run_script` applies the checks Redis makes before a script starts (shebang flags against
+//! EVAL_RO and maxmemory), freezes the clock, lends the caller's client to the script (its
+//! database and protocol are restored afterwards) and hands the engine a [`ScriptBridge`].
+//! The bridge is where `redis.call` lands: it applies the script rules (commands not allowed
+//! from scripts, read-only scripts, OOM before the first write, the kill race), runs the
+//! command through the same `run_command` as clients' commands, marks the script
+//! random-dirty, records its write effects, and sorts the replies whose order is undefined.
+
+use bytes::Bytes;
+
+use super::Executor;
+use crate::commands::scripting::ScriptCall;
+use crate::commands::{self, CommandSpec, Flag, Resolved};
+use crate::protocol::{ProtocolVersion, Reply};
+use crate::scripting::{Effect, RunEnd, ScriptHost, ScriptOutcome};
+use crate::state::Client;
+
+/// Commands whose reply order is undefined: a script sees it sorted (byte order), so the
+/// same script replays the same way (Redis's CMD_SORT_FOR_SCRIPT).
+const SORTED_FOR_SCRIPT: &[&str] = &["smembers", "sinter", "sunion", "sdiff", "hkeys", "hvals", "keys"];
+
+/// Whether calling `cmd` makes a script random-dirty: its result is not a function of the
+/// dataset and the script's frozen time. TTL/PTTL are (time is frozen and travels with the
+/// record); HGETALL is made so by sorting its pairs.
+fn is_random(cmd: &CommandSpec) -> bool {
+    if matches!(cmd.name, "ttl" | "pttl" | "hgetall") || SORTED_FOR_SCRIPT.contains(&cmd.name) {
+        return false;
+    }
+    cmd.tips.iter().any(|t| t.starts_with("nondeterministic_output"))
+}
+
+/// The bridge's per-run state.
+pub(super) struct ScriptBridge<'a> {
+    exec: &'a mut Executor,
+    client: &'a mut Client,
+    read_only: bool,
+    allow_oom: bool,
+    oom_at_start: bool,
+    pub outcome: ScriptOutcome,
+}
+
+impl Executor {
+    /// Runs a script EVAL & co. asked for; returns the caller's reply.
+    pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: ScriptCall) -> Reply {
+        let Some(mut engine) = self.server.scripts.take() else {
+            return Reply::error("ERR the scripting engine is not available");
+        };
+        let flags = match engine.get(call.sha.as_bytes()) {
+            Some(s) => s.flags,
+            None => {
+                self.server.scripts = Some(engine);
+                return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
+            }
+        };
+        let oom = self.server.maxmemory > 0 && !self.within_maxmemory();
+        if !flags.compat {
+            if !flags.allow_oom && oom {
+                self.server.scripts = Some(engine);
+                return Reply::error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'");
+            }
+            if !flags.no_writes && call.read_only {
+                self.server.scripts = Some(engine);
+                return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
+            }
+        }
+        let keys = &args[3..3 + call.numkeys];
+        let argv = &args[3 + call.numkeys..];
+        let threshold = self.server.config.get_int("busy-reply-threshold").max(0) as u64;
+        // Time stands still for the whole script.
+        self.now_ms = crate::clock::now_ms();
+        let (saved_db, saved_proto) = (client.db, client.proto);
+        client.in_script = true;
+        client.deny_blocking = true;
+        let watch = engine.watch.clone();
+        watch.start();
+        let mut bridge = ScriptBridge {
+            exec: self,
+            client,
+            read_only: call.read_only || flags.no_writes,
+            allow_oom: flags.allow_oom,
+            oom_at_start: oom,
+            outcome: ScriptOutcome::default(),
+        };
+        let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold);
+        let outcome = std::mem::take(&mut bridge.outcome);
+        watch.finish();
+        client.in_script = false;
+        client.deny_blocking = false;
+        client.db = saved_db;
+        client.proto = saved_proto;
+        self.server.scripts = Some(engine);
+        self.last_script_outcome = Some(outcome);
+        if end == RunEnd::Shutdown {
+            self.server.shutdown = Some(crate::state::ShutdownRequest { save: false });
+            client.close_after_reply = true;
+            return Reply::NoReply;
+        }
+        reply
+    }
+}
+
+impl ScriptHost for ScriptBridge<'_> {
+    fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
+        let watch = self.exec.server.script_watch.clone();
+        if watch.must_abort() {
+            return Reply::error("ERR Script killed by user with SCRIPT KILL...");
+        }
+        let cmd = match commands::resolve(&argv) {
+            Resolved::Found(cmd) => cmd,
+            Resolved::Unknown | Resolved::UnknownSubcommand => return Reply::error("ERR Unknown Redis command called from script"),
+            Resolved::WrongArity(_) => return Reply::error("ERR Wrong number of args calling Redis command from script"),
+        };
+        if cmd.has(Flag::NoScript) {
+            return Reply::error("ERR This Redis command is not allowed from script");
+        }
+        let write = cmd.has(Flag::Write);
+        if write && self.read_only {
+            return Reply::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if self.oom_at_start && !self.allow_oom && !self.outcome.wrote && cmd.has(Flag::DenyOom) {
+            return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        }
+        // A SCRIPT KILL accepted before the first write wins: nothing is written after it.
+        if write && !watch.may_write() {
+            return Reply::error("ERR Script killed by user with SCRIPT KILL...");
+        }
+        if is_random(cmd) {
+            self.outcome.random_dirty = true;
+        }
+        let db = self.client.db;
+        self.client.proto = resp;
+        let dirty_before = self.exec.server.dirty;
+        let mut reply = self.exec.run_command(self.client, cmd, &argv);
+        // A blocking command in a script acts as its non-blocking form: it times out at once.
+        if let Some(request) = self.client.block_request.take() {
+            reply = request.timeout_reply;
+        }
+        if self.exec.server.dirty != dirty_before {
+            self.outcome.wrote = true;
+            self.outcome.effects.push(Effect { db, argv, repl });
+        }
+        if SORTED_FOR_SCRIPT.contains(&cmd.name) {
+            sort_reply(&mut reply);
+        } else if cmd.name == "hgetall" {
+            sort_pairs(&mut reply);
+        }
+        reply
+    }
+
+    fn command_exists(&mut self, argv: &[Bytes]) -> bool {
+        matches!(commands::resolve(argv), Resolved::Found(_) | Resolved::WrongArity(_))
+    }
+}
+
+fn bytes_of(r: &Reply) -> &[u8] {
+    match r {
+        Reply::Bulk(b) => b,
+        _ => &[],
+    }
+}
+
+/// Sorts an array (or set) reply's elements by their bytes.
+fn sort_reply(reply: &mut Reply) {
+    if let Reply::Array(items) | Reply::Set(items) = reply {
+        items.sort_by(|a, b| bytes_of(a).cmp(bytes_of(b)));
+    }
+}
+
+/// Sorts a field/value reply by field.
+fn sort_pairs(reply: &mut Reply) {
+    match reply {
+        Reply::Map(pairs) => pairs.sort_by(|a, b| bytes_of(&a.0).cmp(bytes_of(&b.0))),
+        Reply::Array(items) if items.len() % 2 == 0 => {
+            let mut pairs: Vec<(Reply, Reply)> = Vec::with_capacity(items.len() / 2);
+            let mut it = std::mem::take(items).into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                pairs.push((k, v));
+            }
+            pairs.sort_by(|a, b| bytes_of(&a.0).cmp(bytes_of(&b.0)));
+            *items = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
+        }
+        _ => {}
+    }
+}

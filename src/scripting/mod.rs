@@ -1,0 +1,390 @@
+//! Lua scripting: EVAL/EVALSHA's engine, one Lua 5.1 state owned by the executor thread.
+//!
+//! ```text
+//!  executor ── run(sha, KEYS, ARGV, &mut dyn ScriptHost) ──► ScriptEngine (Lua state)
+//!      ▲                                                         │ redis.call(...)
+//!      └──────────── ScriptHost::call(argv) ◄────────────────────┘
+//! ```
+//!
+//! The engine knows nothing of the keyspace: a script's `redis.call` goes back to the executor
+//! through [`ScriptHost`], which applies the script rules (no-script commands, read-only
+//! scripts, OOM, random-dirty tracking, sorted output) and records the script's write
+//! effects in a [`ScriptOutcome`]. Bodies are compiled once and cached by SHA1.
+//!
+//! Determinism (what makes logging a whole EVAL safe): every run starts with `math.random`
+//! reseeded to 0, the host freezes time at the script's start, and the host sorts the output
+//! of the commands whose order is undefined. Busy control: a count hook checks, every
+//! [`HOOK_INSTRUCTIONS`] instructions, the run time against `busy-reply-threshold` and the
+//! [`ScriptWatch`] for SCRIPT KILL and SHUTDOWN NOSAVE.
+
+mod api;
+pub mod convert;
+mod lib_cjson;
+mod lib_cmsgpack;
+mod libs;
+mod rand;
+mod sandbox;
+pub mod shim;
+pub mod watch;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, Value, VmState};
+use sha1::{Digest, Sha1};
+
+pub use watch::{KillOutcome, ScriptWatch};
+
+use crate::protocol::{ProtocolVersion, Reply};
+
+/// The count hook's period: about a millisecond of Lua, so SCRIPT KILL acts within 100 ms.
+pub const HOOK_INSTRUCTIONS: u32 = 100_000;
+
+/// What a script runs its commands through (the executor implements it).
+pub trait ScriptHost {
+    /// Runs one `redis.call`/`redis.pcall` command with the script rules; an error is a
+    /// `Reply::Error` with its code word.
+    fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply;
+    /// Whether `argv` names a known command (`redis.acl_check_cmd`).
+    fn command_exists(&mut self, argv: &[Bytes]) -> bool;
+}
+
+/// The flags of a script's `#!lua flags=...` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// No shebang: Redis's eval compatibility mode (writes allowed unless EVAL_RO, OOM checked
+    /// per command).
+    pub compat: bool,
+    pub no_writes: bool,
+    pub allow_oom: bool,
+    pub allow_stale: bool,
+    pub no_cluster: bool,
+    pub allow_cross_slot_keys: bool,
+}
+
+impl ScriptFlags {
+    /// Parses the shebang line, if any (Redis's `evalExtractShebangFlags`).
+    pub fn parse(body: &[u8]) -> Result<ScriptFlags, String> {
+        if !body.starts_with(b"#!") {
+            return Ok(ScriptFlags { compat: true, ..ScriptFlags::default() });
+        }
+        let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+        let line = String::from_utf8_lossy(&body[..end]);
+        let parts = crate::protocol::split_args(line.as_bytes()).ok_or("Invalid script shebang")?;
+        let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        let Some(engine) = parts.first() else { return Err("Invalid script shebang".into()) };
+        if engine != "#!lua" {
+            return Err(format!("Unexpected engine in script shebang: {engine}"));
+        }
+        let mut flags = ScriptFlags::default();
+        for part in &parts[1..] {
+            let Some(list) = part.strip_prefix("flags=") else {
+                return Err(format!("Unknown lua shebang option: {part}"));
+            };
+            for flag in list.split(',').filter(|f| !f.is_empty()) {
+                match flag {
+                    "no-writes" => flags.no_writes = true,
+                    "allow-oom" => flags.allow_oom = true,
+                    "allow-stale" => flags.allow_stale = true,
+                    "no-cluster" => flags.no_cluster = true,
+                    "allow-cross-slot-keys" => flags.allow_cross_slot_keys = true,
+                    _ => return Err(format!("Unexpected flag in script shebang: {flag}")),
+                }
+            }
+        }
+        Ok(flags)
+    }
+}
+
+/// One cached script.
+pub struct Script {
+    func: Function,
+    pub body: Bytes,
+    pub flags: ScriptFlags,
+}
+
+/// What a script did, for the executor and (later) the log: whether it wrote, whether it
+/// called a command whose result is not a function of the dataset, and its write effects in
+/// execution order, each with the database it ran in and where it propagates.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ScriptOutcome {
+    pub wrote: bool,
+    pub random_dirty: bool,
+    pub effects: Vec<Effect>,
+}
+
+/// One write a script made: `argv` as it would be logged, run in `db`; `repl` is the
+/// `redis.set_repl` target at that moment (REPL_AOF | REPL_REPLICA bits).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    pub db: usize,
+    pub argv: Vec<Bytes>,
+    pub repl: u8,
+}
+
+/// How a run ended besides its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    Finished,
+    /// SCRIPT KILL stopped it (nothing was written).
+    Killed,
+    /// SHUTDOWN NOSAVE arrived while it ran: the server must stop without a trace of it.
+    Shutdown,
+}
+
+/// The state of the running script that Rust callbacks (redis.*, math.random, the hook) see.
+pub(crate) struct RunState {
+    /// The executor's side; valid for the whole run (see `api::with_host`).
+    host: *mut dyn ScriptHost,
+    resp: ProtocolVersion,
+    repl: u8,
+    rng: rand::Lrand48,
+    watch: Arc<ScriptWatch>,
+    started: Instant,
+    busy_threshold_ms: u64,
+    sha: String,
+    timed_out: bool,
+}
+
+pub struct ScriptEngine {
+    lua: Lua,
+    runner: Function,
+    scripts: HashMap<String, Script>,
+    bodies_bytes: usize,
+    pub watch: Arc<ScriptWatch>,
+}
+
+/// The lowercase hex SHA1 of `data`.
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut s = String::with_capacity(40);
+    for b in digest.iter() {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+impl ScriptEngine {
+    pub fn new(watch: Arc<ScriptWatch>) -> mlua::Result<ScriptEngine> {
+        let (lua, runner) = sandbox::new_state()?;
+        install_hook(&lua)?;
+        Ok(ScriptEngine { lua, runner, scripts: HashMap::new(), bodies_bytes: 0, watch })
+    }
+
+    /// Compiles and caches `body` (EVAL, SCRIPT LOAD); returns its SHA1. Errors are Redis's
+    /// reply texts.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let flags = ScriptFlags::parse(body).map_err(|e| format!("ERR {e}"))?;
+        // The shebang line stays as a comment, so line numbers match the user's file.
+        let source: std::borrow::Cow<[u8]> = if flags.compat { body.into() } else { [b"--", &body[2..]].concat().into() };
+        let func = self
+            .lua
+            .load(&source[..])
+            // Binary chunks reach the patched parser, which reads them as (invalid) text.
+            .set_name("@user_script")
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_error_text(&e)))?;
+        self.bodies_bytes += body.len();
+        self.scripts.insert(sha.clone(), Script { func, body: Bytes::copy_from_slice(body), flags });
+        Ok(sha)
+    }
+
+    /// The cached script of `sha` (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<&Script> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.scripts.get(&lower)
+    }
+
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        self.get(sha).is_some()
+    }
+
+    /// SCRIPT FLUSH: a new Lua state, as Redis does (the scripts, their garbage and any
+    /// library setting are gone).
+    pub fn flush(&mut self) -> mlua::Result<()> {
+        *self = ScriptEngine::new(self.watch.clone())?;
+        Ok(())
+    }
+
+    pub fn count(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// INFO `used_memory_scripts`: the cached bodies and their entries.
+    pub fn scripts_memory(&self) -> usize {
+        self.bodies_bytes + self.scripts.len() * (std::mem::size_of::<Script>() + 64)
+    }
+
+    /// INFO `used_memory_lua`.
+    pub fn lua_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// Runs the cached script `sha` with `keys` and `argv`.
+    pub fn run(&mut self, sha: &str, keys: &[Bytes], argv: &[Bytes], host: &mut dyn ScriptHost, busy_threshold_ms: u64) -> (Reply, RunEnd) {
+        let Some(script) = self.scripts.get(sha) else {
+            return (Reply::error("NOSCRIPT No matching script. Please use EVAL."), RunEnd::Finished);
+        };
+        let func = script.func.clone();
+        let result = self.prepare_args(keys, argv);
+        if let Err(e) = result {
+            return (Reply::Error(format!("ERR Error running script {sha}, {e}").into()), RunEnd::Finished);
+        }
+        // SAFETY (lifetime erasure): the pointer lives in RunState only until
+        // `remove_app_data` below, while `host` is still mutably borrowed by this call.
+        let host: *mut (dyn ScriptHost + '_) = host;
+        let host: *mut (dyn ScriptHost + 'static) = unsafe { std::mem::transmute(host) };
+        self.lua.set_app_data(RunState {
+            host,
+            resp: ProtocolVersion::Resp2,
+            repl: api::REPL_ALL as u8,
+            rng: rand::Lrand48::seeded(0),
+            watch: self.watch.clone(),
+            started: Instant::now(),
+            busy_threshold_ms,
+            sha: sha.to_string(),
+            timed_out: false,
+        });
+        let result = self.runner.call::<(bool, Value)>(func);
+        // Booleans convert by the script's protocol (redis.setresp), nulls by the caller's.
+        let script_resp = self.lua.remove_app_data::<RunState>().map_or(ProtocolVersion::Resp2, |r| r.resp);
+        let end = if self.watch.shutdown_requested() {
+            RunEnd::Shutdown
+        } else if self.watch.killed() {
+            RunEnd::Killed
+        } else {
+            RunEnd::Finished
+        };
+        let reply = match result {
+            _ if end == RunEnd::Killed => {
+                let line = self.lua.app_data_ref::<KilledAt>().map(|k| k.0).unwrap_or(1);
+                Reply::Error(format!("ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{line}.").into())
+            }
+            Ok((true, value)) => convert::lua_to_reply(&value, script_resp),
+            Ok((false, err)) => error_reply(sha, &err),
+            Err(e) => Reply::Error(format!("ERR Error running script {sha}, {}", first_line(&e.to_string())).into()),
+        };
+        self.lua.remove_app_data::<KilledAt>();
+        // Garbage of this run goes now rather than during the next one.
+        if self.lua.used_memory() > 32 * 1024 * 1024 {
+            let _ = self.lua.gc_collect();
+        }
+        (reply, end)
+    }
+
+    fn prepare_args(&self, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
+        let k = self.lua.create_table_with_capacity(keys.len(), 0)?;
+        for (i, key) in keys.iter().enumerate() {
+            k.raw_set(i + 1, self.lua.create_string(&key[..])?)?;
+        }
+        let a = self.lua.create_table_with_capacity(argv.len(), 0)?;
+        for (i, arg) in argv.iter().enumerate() {
+            a.raw_set(i + 1, self.lua.create_string(&arg[..])?)?;
+        }
+        sandbox::set_keys_and_argv(&self.lua, k, a)
+    }
+}
+
+/// The line a killed script was at (for its error reply).
+struct KilledAt(i32);
+
+/// The count hook: busy detection, SCRIPT KILL, SHUTDOWN NOSAVE.
+fn install_hook(lua: &Lua) -> mlua::Result<()> {
+    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), |lua, debug| {
+        let abort = {
+            let Some(mut run) = lua.app_data_mut::<RunState>() else { return Ok(VmState::Continue) };
+            let elapsed = run.started.elapsed().as_millis() as u64;
+            if !run.timed_out && run.busy_threshold_ms > 0 && elapsed >= run.busy_threshold_ms {
+                run.timed_out = true;
+                run.watch.set_timed_out();
+                crate::log::warning(&format!(
+                    "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: {}.",
+                    run.sha
+                ));
+            }
+            run.watch.must_abort()
+        };
+        if abort {
+            if lua.app_data_ref::<KilledAt>().is_none() {
+                lua.set_app_data(KilledAt(debug.current_line().unwrap_or(1) as i32));
+                if !lua.app_data_ref::<RunState>().is_some_and(|r| r.watch.shutdown_requested()) {
+                    crate::log::warning("Lua script killed by user with SCRIPT KILL.");
+                }
+            }
+            return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+        }
+        Ok(VmState::Continue)
+    })
+}
+
+/// A failed run's reply, from the error handler's table (Redis 7's `luaCallFunction`).
+fn error_reply(sha: &str, err: &Value) -> Reply {
+    let Value::Table(t) = err else {
+        let msg = match err {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "execution failure".to_string(),
+        };
+        return Reply::Error(crate::commands::sanitize(format!("ERR Error running script {sha}, {}", truncate(&msg, 100))).into());
+    };
+    let text = |name: &str| match t.raw_get::<Value>(name) {
+        Ok(Value::String(s)) => Some(s.to_string_lossy()),
+        Ok(Value::Integer(n)) => Some(n.to_string()),
+        Ok(Value::Number(n)) => Some(if n.fract() == 0.0 { format!("{}", n as i64) } else { format!("{n}") }),
+        _ => None,
+    };
+    // Redis 7.0.15 crashes on `error({})`; an error without text reads as a failure.
+    let msg = text("err").unwrap_or_else(|| "ERR execution failure".to_string());
+    let mut reply = msg;
+    if let (Some(source), Some(line)) = (text("source"), text("line")) {
+        reply.push_str(&format!(" script: {sha}, on {source}:{line}."));
+    }
+    Reply::Error(crate::commands::sanitize(reply).into())
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// The Lua message of a compile error (`user_script:1: unexpected symbol near '<eof>'`).
+fn compile_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => first_line(&other.to_string()).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_flags_parse_like_redis() {
+        assert!(ScriptFlags::parse(b"return 1").unwrap().compat);
+        let f = ScriptFlags::parse(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert!(f.no_writes && f.allow_oom && !f.compat);
+        assert_eq!(ScriptFlags::parse(b"#!lua flags=bad\n").unwrap_err(), "Unexpected flag in script shebang: bad");
+        assert_eq!(ScriptFlags::parse(b"#!perl\n").unwrap_err(), "Unexpected engine in script shebang: #!perl");
+        assert_eq!(ScriptFlags::parse(b"#!lua name=x\n").unwrap_err(), "Unknown lua shebang option: name=x");
+    }
+
+    #[test]
+    fn sha1hex_is_lowercase_hex() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    }
+}

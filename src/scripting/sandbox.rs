@@ -1,0 +1,245 @@
+//! The Lua state scripts run in, closed the way Redis 7.0 closes it.
+//!
+//! - Libraries: base, table, string, math, coroutine, and Redis's cjson, cmsgpack, struct and
+//!   bit. No io, os, package/require, debug (captured by the error handler, then removed),
+//!   print, dofile, loadfile, getfenv, setfenv, newproxy.
+//! - Strict globals: reading an undefined global raises `Script attempted to access
+//!   nonexistent global variable 'x'`; the globals table, every library table, their
+//!   metatables and the string metatable are read-only (the patched Lua in vendor/lua-src
+//!   raises `Attempt to modify a readonly table`, rawset and setmetatable included).
+//! - No bytecode: the patched parser never undumps binary chunks.
+//! - `pcall` turns Redis's error tables into their text (`luaRedisPcall`), and neither
+//!   `pcall`, `xpcall` nor `coroutine.resume` can swallow SCRIPT KILL or SHUTDOWN.
+//! - `math.random`/`math.randomseed` are Redis's lrand48 generator (see `rand.rs`).
+
+use std::os::raw::c_int;
+
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
+
+use super::shim::string_error_fn;
+use super::RunState;
+
+extern "C-unwind" {
+    fn lua_enablereadonlytable(state: *mut mlua::ffi::lua_State, idx: c_int, enabled: c_int);
+    fn lua_isreadonlytable(state: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
+}
+
+/// Lua's own memory ceiling: a memory bomb fails its script with "not enough memory" long
+/// before it could hurt the server.
+pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// Redis's error handler (eval.c): the error's position is the calling Lua line (one C level
+/// and our own Lua helpers are skipped); a non-table error becomes `{err='ERR ..'}`.
+const ERROR_HANDLER: &str = r#"
+local dbg = debug
+local type, tostring = type, tostring
+__redis__err__handler = function(err)
+  local level = 2
+  local i = dbg.getinfo(level, 'nSl')
+  if i and i.what == 'C' then
+    level = 3
+    i = dbg.getinfo(level, 'nSl')
+  end
+  -- Vermilion's own Lua helpers (chunks named "=[...]") are not the user's code.
+  while i and i.source and i.source:sub(1, 2) == '=[' and level < 10 do
+    level = level + 1
+    i = dbg.getinfo(level, 'nSl')
+  end
+  if type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+"#;
+
+/// Redis's strict-globals metatable (a modified strict.lua).
+const STRICT_GLOBALS: &str = r#"
+local dbg = debug
+local mt = {}
+setmetatable(_G, mt)
+mt.__newindex = function (t, n, v)
+  if dbg.getinfo(2) then
+    local w = dbg.getinfo(2, "S").what
+    if w ~= "main" and w ~= "C" then
+      error("Script attempted to create global variable '"..tostring(n).."'", 2)
+    end
+  end
+  rawset(t, n, v)
+end
+mt.__index = function (t, n)
+  if dbg.getinfo(2) and dbg.getinfo(2, "S").what ~= "C" then
+    error("Script attempted to access nonexistent global variable '"..tostring(n).."'", 2)
+  end
+  return rawget(t, n)
+end
+"#;
+
+/// `pcall` as Redis's `luaRedisPcall`, plus: an aborted script (SCRIPT KILL, SHUTDOWN) stays
+/// aborted whatever catches the error.
+const PROTECTED_CALLS: &str = r#"
+local must_abort = ...
+local rawpcall, rawxpcall, resume = pcall, xpcall, coroutine.resume
+local type, rawget, error = type, rawget, error
+local function rethrow_abort(...)
+  if must_abort() then error((select(2, ...)), 0) end
+  return ...
+end
+local function fix(ok, ...)
+  if ok then return ok, ... end
+  if must_abort() then error((...), 0) end
+  local e = ...
+  if type(e) == 'table' then
+    local m = rawget(e, 'err')
+    if type(m) == 'string' or type(m) == 'number' then return false, m end
+  end
+  return false, ...
+end
+pcall = function(...) return fix(rawpcall(...)) end
+xpcall = function(...) return rethrow_abort(rawxpcall(...)) end
+coroutine.resume = function(...) return rethrow_abort(resume(...)) end
+"#;
+
+/// Runs a compiled script under the error handler.
+const RUNNER: &str = r#"
+local xpcall, handler = xpcall, __redis__err__handler
+return function(f) return xpcall(f, handler) end
+"#;
+
+/// Builds a closed Lua state; returns it with the function that runs a script.
+pub fn new_state() -> mlua::Result<(Lua, Function)> {
+    let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
+    // SAFETY: the debug library is loaded only to be captured by the error handler and the
+    // strict-globals chunk, then removed from the globals before any script runs.
+    let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::default()) };
+    let globals = lua.globals();
+    for name in ["print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy", "module", "require", "package", "io", "os"] {
+        globals.raw_set(name, Value::Nil)?;
+    }
+    install_random(&lua)?;
+    super::api::install(&lua)?;
+    super::libs::install(&lua)?;
+    lua.load(ERROR_HANDLER).set_name("=[error handler]").exec()?;
+    let must_abort = lua.create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|r| r.watch.must_abort())))?;
+    lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
+    globals.raw_set("KEYS", lua.create_table()?)?;
+    globals.raw_set("ARGV", lua.create_table()?)?;
+    lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
+    globals.raw_set("debug", Value::Nil)?;
+    let runner: Function = lua.load(RUNNER).set_name("=[runner]").call(())?;
+    protect_everything(&lua)?;
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    Ok((lua, runner))
+}
+
+/// `math.random` and `math.randomseed` on the per-run lrand48 state.
+fn install_random(lua: &Lua) -> mlua::Result<()> {
+    let math: Table = lua.globals().raw_get("math")?;
+    let random = string_error_fn(lua, |lua, args: Variadic<Value>| {
+        let r = match lua.app_data_mut::<RunState>() {
+            Some(mut run) => run.rng.next_unit(),
+            None => super::rand::Lrand48::default().next_unit(),
+        };
+        match args.len() {
+            0 => Ok(r),
+            1 => {
+                let u = check_int(&args, 0, "random")?;
+                if u < 1 {
+                    return Err("bad argument #1 to 'random' (interval is empty)".into());
+                }
+                Ok((r * u as f64).floor() + 1.0)
+            }
+            2 => {
+                let l = check_int(&args, 0, "random")?;
+                let u = check_int(&args, 1, "random")?;
+                if l > u {
+                    return Err("bad argument #2 to 'random' (interval is empty)".into());
+                }
+                Ok((r * (u as f64 - l as f64 + 1.0)).floor() + l as f64)
+            }
+            _ => Err("wrong number of arguments".into()),
+        }
+    })?;
+    let randomseed = string_error_fn(lua, |lua, args: Variadic<Value>| {
+        let seed = check_int(&args, 0, "randomseed")?;
+        if let Some(mut run) = lua.app_data_mut::<RunState>() {
+            run.rng = super::rand::Lrand48::seeded(seed);
+        }
+        Ok(())
+    })?;
+    math.raw_set("random", random)?;
+    math.raw_set("randomseed", randomseed)?;
+    Ok(())
+}
+
+/// `luaL_checkint`: a number (or a numeric string), cast to int.
+fn check_int(args: &[Value], i: usize, fname: &str) -> Result<i32, String> {
+    let n = match args.get(i) {
+        Some(Value::Integer(n)) => *n as f64,
+        Some(Value::Number(n)) => *n,
+        Some(Value::String(s)) => match s.to_str().ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+            Some(n) => n,
+            None => return Err(format!("bad argument #{} to '{fname}' (number expected, got string)", i + 1)),
+        },
+        other => {
+            let got = other.map(|v| v.type_name()).unwrap_or("no value");
+            return Err(format!("bad argument #{} to '{fname}' (number expected, got {got})", i + 1));
+        }
+    };
+    Ok(n as i64 as i32)
+}
+
+/// Makes the globals, every table reachable from them and their metatables, and the string
+/// metatable read-only (Redis's `luaSetTableProtectionRecursively`).
+fn protect_everything(lua: &Lua) -> mlua::Result<()> {
+    let string_mt = lua.load("return getmetatable('')").set_name("=[init]").call::<Value>(())?;
+    // SAFETY: the closure only walks tables with the Lua C API, keeping the stack balanced.
+    unsafe {
+        lua.exec_raw::<()>((lua.globals(), string_mt), |state| {
+            protect_recursively(state);
+            mlua::ffi::lua_pop(state, 1);
+            protect_recursively(state);
+        })
+    }
+}
+
+/// Protects the table on top of the stack and everything under it.
+unsafe fn protect_recursively(state: *mut mlua::ffi::lua_State) {
+    use mlua::ffi;
+    if ffi::lua_type(state, -1) != ffi::LUA_TTABLE || lua_isreadonlytable(state, -1) != 0 {
+        return;
+    }
+    lua_enablereadonlytable(state, -1, 1);
+    if ffi::lua_checkstack(state, 3) == 0 {
+        return;
+    }
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, -2) != 0 {
+        if ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
+            protect_recursively(state);
+        }
+        ffi::lua_pop(state, 1);
+    }
+    if ffi::lua_getmetatable(state, -1) != 0 {
+        protect_recursively(state);
+        ffi::lua_pop(state, 1);
+    }
+}
+
+/// Sets the KEYS and ARGV globals for one run (the globals table is opened just for that, as
+/// Redis does).
+pub fn set_keys_and_argv(lua: &Lua, keys: Table, argv: Table) -> mlua::Result<()> {
+    // SAFETY: two tables are on the stack; both are stored into the globals and popped.
+    unsafe {
+        lua.exec_raw::<()>((keys, argv), |state| {
+            use mlua::ffi;
+            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 0);
+            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 1);
+        })
+    }
+}

@@ -1,0 +1,111 @@
+//! What connection tasks know about the running script, without asking the executor (which
+//! is inside Lua): the lock-free `ScriptWatch` of DESIGN.md "Busy scripts".
+//!
+//! The executor marks a script running and, from the Lua count hook, timed out once it passes
+//! `busy-reply-threshold`. From then on connection tasks answer `-BUSY` themselves and serve
+//! SCRIPT KILL (a compare-and-swap: a script that has written cannot be killed, and one that
+//! was killed cannot write) and SHUTDOWN NOSAVE (a request the hook honours at once).
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+const IDLE: u8 = 0;
+const RUNNING: u8 = 1;
+const WROTE: u8 = 2;
+const KILLED: u8 = 3;
+
+/// The answer to SCRIPT KILL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    Killed,
+    NotBusy,
+    Unkillable,
+}
+
+#[derive(Debug, Default)]
+pub struct ScriptWatch {
+    state: AtomicU8,
+    timed_out: AtomicBool,
+    shutdown: AtomicBool,
+}
+
+impl ScriptWatch {
+    /// A script starts (executor).
+    pub fn start(&self) {
+        self.timed_out.store(false, Ordering::Release);
+        self.state.store(RUNNING, Ordering::Release);
+    }
+
+    /// The script ended (executor).
+    pub fn finish(&self) {
+        self.state.store(IDLE, Ordering::Release);
+        self.timed_out.store(false, Ordering::Release);
+    }
+
+    /// Before the script's first write (executor): false when a kill got there first, and
+    /// the write must not happen.
+    pub fn may_write(&self) -> bool {
+        match self.state.compare_exchange(RUNNING, WROTE, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(state) => state == WROTE,
+        }
+    }
+
+    /// The script ran past `busy-reply-threshold` (executor, from the hook).
+    pub fn set_timed_out(&self) {
+        self.timed_out.store(true, Ordering::Release);
+    }
+
+    /// Whether other clients get `-BUSY` now (connection tasks).
+    pub fn is_busy(&self) -> bool {
+        self.timed_out.load(Ordering::Acquire) && self.state.load(Ordering::Acquire) != IDLE
+    }
+
+    /// SCRIPT KILL (connection tasks, or the executor when nothing runs).
+    pub fn kill(&self) -> KillOutcome {
+        match self.state.compare_exchange(RUNNING, KILLED, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => KillOutcome::Killed,
+            Err(KILLED) => KillOutcome::Killed,
+            Err(WROTE) => KillOutcome::Unkillable,
+            Err(_) => KillOutcome::NotBusy,
+        }
+    }
+
+    /// Whether the running script must stop now (killed, or the server is shutting down).
+    pub fn must_abort(&self) -> bool {
+        self.state.load(Ordering::Acquire) == KILLED || self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub fn killed(&self) -> bool {
+        self.state.load(Ordering::Acquire) == KILLED
+    }
+
+    /// SHUTDOWN NOSAVE during a busy script (connection tasks).
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_that_wrote_cannot_be_killed_and_a_killed_one_cannot_write() {
+        let w = ScriptWatch::default();
+        assert_eq!(w.kill(), KillOutcome::NotBusy);
+        w.start();
+        assert!(w.may_write());
+        assert_eq!(w.kill(), KillOutcome::Unkillable);
+        w.finish();
+        w.start();
+        assert_eq!(w.kill(), KillOutcome::Killed);
+        assert!(!w.may_write());
+        assert!(w.must_abort());
+        w.finish();
+        assert!(!w.must_abort());
+    }
+}

@@ -1,0 +1,417 @@
+//! Lua scripting, differentially against the real redis-server 7.0: conversions both ways,
+//! error texts (with the `script: <sha>, on @user_script:N.` suffix), pcall, the redis.*
+//! API, the sandbox, SCRIPT subcommands, EVALSHA, EVAL_RO and shebang flags, in RESP2 and
+//! RESP3. Where Vermilion deliberately differs (math.random reseeding, sorted output for
+//! scripts), the behaviour is asserted directly instead (see tests/scripting_rules.rs).
+
+mod common;
+
+use common::diff::{Cmp, DiffPair};
+
+/// Every case is `EVAL <body> <numkeys> <keys and args...>`.
+struct Case<'a> {
+    body: &'a str,
+    rest: &'a [&'a str],
+}
+
+const fn c<'a>(body: &'a str, rest: &'a [&'a str]) -> Case<'a> {
+    Case { body, rest }
+}
+
+const SETUP: &[&[&str]] = &[
+    &["SET", "str", "hello"],
+    &["SET", "num", "10"],
+    &["RPUSH", "list", "a", "b", "c"],
+    &["HSET", "hash", "f", "v"],
+    &["SADD", "set1", "only"],
+    &["ZADD", "zset", "1", "a", "2.5", "b"],
+];
+
+const CASES: &[Case] = &[
+    // Lua -> reply
+    c("return 1", &["0"]),
+    c("return -1", &["0"]),
+    c("return 3.99", &["0"]),
+    c("return -3.99", &["0"]),
+    c("return 0.5", &["0"]),
+    c("return 1e300", &["0"]),
+    c("return -1e300", &["0"]),
+    c("return 0/0", &["0"]),
+    c("return 2^53", &["0"]),
+    c("return 'hello'", &["0"]),
+    c("return ''", &["0"]),
+    c("return '\\0bin\\255'", &["0"]),
+    c("return true", &["0"]),
+    c("return false", &["0"]),
+    c("return nil", &["0"]),
+    c("return", &["0"]),
+    c("return {}", &["0"]),
+    c("return {1,2,3,'four'}", &["0"]),
+    c("return {1,2,3.3333,'foo',nil,'bar'}", &["0"]),
+    c("return {1,{2,{3,'x'}},true,false,'z'}", &["0"]),
+    c("return {foo='bar'}", &["0"]),
+    c("return {ok='fine'}", &["0"]),
+    c("return {ok='line\\r\\nbreak'}", &["0"]),
+    c("return {err='MY error'}", &["0"]),
+    c("return {err='x', ok='y'}", &["0"]),
+    c("return {err='no code'}", &["0"]),
+    c("return {err='line\\nbreak'}", &["0"]),
+    c("return {err=12}", &["0"]),
+    c("return {ok=12}", &["0"]),
+    c("return {double=3.5}", &["0"]),
+    c("return {double='3.5'}", &["0"]),
+    c("return {big_number='123456789012345678901234567890'}", &["0"]),
+    c("return {map={a=1}}", &["0"]),
+    c("return {set={a=true}}", &["0"]),
+    c("return {verbatim_string={format='txt', string='hello'}}", &["0"]),
+    c("return function() end", &["0"]),
+    c("return coroutine.create(function() end)", &["0"]),
+    c("return {1, function() end, 3}", &["0"]),
+    c("return KEYS", &["2", "k1", "k2", "a1"]),
+    c("return ARGV", &["2", "k1", "k2", "a1", "a2"]),
+    c("return {#KEYS, #ARGV}", &["0"]),
+    c("return {KEYS[1], ARGV[1]}", &["1", "key", "arg"]),
+    // reply -> Lua
+    c("return redis.call('get', 'str')", &["0"]),
+    c("return redis.call('get', 'missing')", &["0"]),
+    c("return type(redis.call('get', 'missing'))", &["0"]),
+    c("return tostring(redis.call('get', 'missing'))", &["0"]),
+    c("return redis.call('incr', 'num')", &["0"]),
+    c("return type(redis.call('incr', 'num'))", &["0"]),
+    c("return redis.call('lrange', 'list', 0, -1)", &["0"]),
+    c("return #redis.call('lrange', 'list', 0, -1)", &["0"]),
+    c("return redis.call('set', 'k', 'v')", &["0"]),
+    c("local r = redis.call('set', 'k', 'v') return type(r) .. ':' .. r.ok", &["0"]),
+    c("return redis.call('ping')", &["0"]),
+    c("return redis.call('type', 'list')", &["0"]),
+    c("return redis.call('hgetall', 'hash')", &["0"]),
+    c("return redis.call('zrange', 'zset', 0, -1, 'withscores')", &["0"]),
+    c("return redis.call('zscore', 'zset', 'b')", &["0"]),
+    c("return redis.call('exists', 'str', 'num', 'nope')", &["0"]),
+    c("return redis.call('mget', 'str', 'nope', 'num')", &["0"]),
+    c("local t = redis.call('mget', 'str', 'nope', 'num') return {type(t[2]), t[3]}", &["0"]),
+    c("return redis.call('smembers', 'set1')", &["0"]),
+    c("return redis.call('get', KEYS[1])", &["1", "str"]),
+    c("return redis.call('echo', 3.5)", &["0"]),
+    c("return redis.call('echo', 1/3)", &["0"]),
+    c("return redis.call('echo', 1e20)", &["0"]),
+    c("return redis.call('echo', 100)", &["0"]),
+    c("return redis.call('echo', -0.0)", &["0"]),
+    c("return redis.call('echo', 2^63)", &["0"]),
+    c("return redis.call('echo', 0.1)", &["0"]),
+    c("return redis.call('set', 'n', 12345678901234567890)", &["0"]),
+    c("return redis.call('EcHo', 'case')", &["0"]),
+    // errors from redis.call / pcall
+    c("return redis.call('incr', 'str')", &["0"]),
+    c("return redis.call('lpush', 'str', 'x')", &["0"]),
+    c("return redis.pcall('incr', 'str')", &["0"]),
+    c("return redis.pcall('lpush', 'str', 'x')", &["0"]),
+    c("local r = redis.pcall('incr', 'str') return r['err']", &["0"]),
+    c("local ok, e = pcall(redis.call, 'incr', 'str') return {tostring(ok), e}", &["0"]),
+    c("local ok, e = pcall(redis.call, 'nosuch') return e", &["0"]),
+    c("local ok, e = pcall(error, {err='x'}) return type(e)", &["0"]),
+    c("local ok, e = pcall(error, 'plain') return e", &["0"]),
+    c("local ok, e = pcall(error, {foo='bar'}) return type(e)", &["0"]),
+    c("return redis.call('nosuch')", &["0"]),
+    c("return redis.pcall('nosuch')", &["0"]),
+    c("return redis.call('get')", &["0"]),
+    c("return redis.call('get', 'a', 'b')", &["0"]),
+    c("return redis.pcall('get')", &["0"]),
+    c("return redis.call('client', 'foo')", &["0"]),
+    c("return redis.call('config', 'get', 'maxmemory')", &["0"]),
+    c("return redis.call('blpop', 'x', 0)", &["0"]),
+    c("return redis.call('subscribe', 'ch')", &["0"]),
+    c("return redis.call('multi')", &["0"]),
+    c("return redis.call('eval', 'return 1', 0)", &["0"]),
+    c("return redis.call('script', 'load', 'return 1')", &["0"]),
+    c("return redis.call('auth', 'x')", &["0"]),
+    c("return redis.call()", &["0"]),
+    c("return redis.pcall()", &["0"]),
+    c("return redis.call({})", &["0"]),
+    c("return redis.call('get', {})", &["0"]),
+    c("return redis.call('get', nil)", &["0"]),
+    c("return redis.call('get', true)", &["0"]),
+    c("redis.call('set', 'a', 1)\nredis.call('set', 'b', 2)\nreturn redis.call('incr', 'str')", &["0"]),
+    c("\n\nreturn redis.call('incr', 'str')", &["0"]),
+    // error() and runtime errors
+    c("error('raw')", &["0"]),
+    c("error('raw', 0)", &["0"]),
+    c("error('raw', 2)", &["0"]),
+    c("error(12)", &["0"]),
+    c("error({err='MY thing'})", &["0"]),
+    c("error({err='ERR plain'})", &["0"]),
+    c("error({err=12})", &["0"]),
+    c("local t = nil; return t.x", &["0"]),
+    c("return 1 + {}", &["0"]),
+    c("return #nil", &["0"]),
+    c("local function f() error('deep') end\nlocal function g() f() end\ng()", &["0"]),
+    c("return redis.error_reply('boom')", &["0"]),
+    c("return redis.error_reply('MY boom')", &["0"]),
+    c("return redis.error_reply('-MY boom')", &["0"]),
+    c("return redis.error_reply('')", &["0"]),
+    c("return redis.error_reply()", &["0"]),
+    c("return redis.error_reply(1)", &["0"]),
+    c("return redis.status_reply('fine')", &["0"]),
+    c("return redis.status_reply()", &["0"]),
+    c("return redis.status_reply(1)", &["0"]),
+    c("local r = redis.error_reply('x') return type(r) .. r.err", &["0"]),
+    c("error(redis.error_reply('CODE raised'))", &["0"]),
+    // compile errors
+    c("return 1 +", &["0"]),
+    c("return 'unterminated", &["0"]),
+    c("local", &["0"]),
+    c("x y z", &["0"]),
+    c("\n\nreturn )", &["0"]),
+    c("\x1bLua", &["0"]),
+    // numkeys
+    c("return 1", &["-1"]),
+    c("return 1", &["1"]),
+    c("return 1", &["x"]),
+    c("return 1", &["3", "a"]),
+    c("return 1", &["99999999999999999999"]),
+    // redis.* API
+    c("return redis.sha1hex('')", &["0"]),
+    c("return redis.sha1hex('Pizza & Mandolino')", &["0"]),
+    c("return redis.sha1hex()", &["0"]),
+    c("return redis.sha1hex('a', 'b')", &["0"]),
+    c("return redis.sha1hex(12)", &["0"]),
+    c("return redis.log(redis.LOG_WARNING, 'from a test')", &["0"]),
+    c("return redis.log(redis.LOG_DEBUG, 'x', 1, 2.5)", &["0"]),
+    c("return redis.log(1)", &["0"]),
+    c("return redis.log('a', 'b')", &["0"]),
+    c("return redis.log(9, 'b')", &["0"]),
+    c("return redis.log(-1, 'b')", &["0"]),
+    c("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}", &["0"]),
+    c("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL}", &["0"]),
+    c("return redis.REDIS_VERSION", &["0"]),
+    c("return redis.REDIS_VERSION_NUM", &["0"]),
+    c("return redis.replicate_commands()", &["0"]),
+    c("return redis.breakpoint()", &["0"]),
+    c("return redis.debug('x')", &["0"]),
+    c("return redis.setresp(2)", &["0"]),
+    c("return redis.setresp(4)", &["0"]),
+    c("return redis.setresp()", &["0"]),
+    c("return redis.setresp('x')", &["0"]),
+    c("return redis.set_repl(redis.REPL_ALL)", &["0"]),
+    c("return redis.set_repl(9)", &["0"]),
+    c("return redis.set_repl()", &["0"]),
+    c("return redis.set_repl(-1)", &["0"]),
+    c("return redis.acl_check_cmd('get', 'a')", &["0"]),
+    c("return redis.acl_check_cmd('nosuch')", &["0"]),
+    c("redis.setresp(3) return redis.call('hgetall', 'hash')", &["0"]),
+    c("redis.setresp(3) local r = redis.call('hgetall', 'hash') return r.map.f", &["0"]),
+    c("redis.setresp(3) return type(redis.call('get', 'missing'))", &["0"]),
+    c("redis.setresp(3) local r = redis.call('zscore', 'zset', 'b') return {type(r), tostring(r.double)}", &["0"]),
+    c("redis.setresp(3) return redis.call('zscore', 'zset', 'b')", &["0"]),
+    c("redis.setresp(3) local r = redis.call('smembers', 'set1') return r.set.only", &["0"]),
+    c("redis.setresp(3) return redis.call('exists', 'str')", &["0"]),
+    c("redis.setresp(3) return redis.call('ping')", &["0"]),
+    // sandbox
+    c("x = 1", &["0"]),
+    c("return y", &["0"]),
+    c("local a = undefined_thing", &["0"]),
+    c("rawset(_G, 'x', 1)", &["0"]),
+    c("setmetatable(_G, {})", &["0"]),
+    c("getmetatable(_G).__index = nil", &["0"]),
+    c("redis.call = 1", &["0"]),
+    c("redis.new_thing = 1", &["0"]),
+    c("rawset(redis, 'call', 1)", &["0"]),
+    c("string.foo = 1", &["0"]),
+    c("string.rep = nil", &["0"]),
+    c("math.random = nil", &["0"]),
+    c("table.insert(math, 1)", &["0"]),
+    c("getmetatable('').__index = 1", &["0"]),
+    c("getmetatable('').__index.upper = 1", &["0"]),
+    c("_G.x = 1", &["0"]),
+    c("_G._G.x = 1", &["0"]),
+    c("return tostring(print)", &["0"]),
+    c("return tostring(loadfile)", &["0"]),
+    c("return tostring(dofile)", &["0"]),
+    c("return tostring(os)", &["0"]),
+    c("return tostring(io)", &["0"]),
+    c("return tostring(debug)", &["0"]),
+    c("return tostring(require)", &["0"]),
+    c("return tostring(package)", &["0"]),
+    c("return tostring(setfenv)", &["0"]),
+    c("return tostring(getfenv)", &["0"]),
+    c("return tostring(newproxy)", &["0"]),
+    c("return tostring(module)", &["0"]),
+    c("return type(loadstring)", &["0"]),
+    c("return type(load)", &["0"]),
+    c("return type(coroutine.create)", &["0"]),
+    c("return type(string.dump)", &["0"]),
+    c("return _VERSION", &["0"]),
+    c("return loadstring(string.dump(function() return 1 end))", &["0"]),
+    c("local f, e = loadstring('\\27Lua') return e", &["0"]),
+    c("local f, e = loadstring(string.dump(function() return 1 end)) return tostring(f)", &["0"]),
+    c("local f = loadstring('return 1 + 1') return f()", &["0"]),
+    c("local f = loadstring('z = 1') return pcall(f)", &["0"]),
+    c("local ok, e = pcall(loadstring('z = 1')) return e", &["0"]),
+    c("local t = {} setmetatable(t, {__index = function() return 5 end}) return t.anything", &["0"]),
+    c("return select('#', 1, 2, 3)", &["0"]),
+    c("return unpack({1, 2, 3})", &["0"]),
+    c("local ok, e = pcall(unpack, {}, 1, 1e8) return {tostring(ok), e}", &["0"]),
+    c("local ok, e = pcall(string.rep, 'x', -1) return {tostring(ok), e}", &["0"]),
+    c("return string.format('%5.2f|%d|%s|%q', 3.14159, 42, 'x', 'a\\nb')", &["0"]),
+    c("return string.format('%d', 3.7)", &["0"]),
+    c("return tostring(1e100)", &["0"]),
+    c("return tostring(0.1)", &["0"]),
+    c("return tostring(-0.0)", &["0"]),
+    c("return tostring(1/0)", &["0"]),
+    c("return tonumber('0x10')", &["0"]),
+    c("return tonumber('  12  ')", &["0"]),
+    c("return tonumber('1e2')", &["0"]),
+    c("return math.floor(-3.5)", &["0"]),
+    c("return math.huge", &["0"]),
+    c("return tostring(math.pi)", &["0"]),
+    c("return math.fmod(7, 3)", &["0"]),
+    c("return string.upper('abc') .. string.lower('DEF')", &["0"]),
+    c("return {string.find('hello world', 'o w')}", &["0"]),
+    c("return string.gsub('hello', 'l', 'L')", &["0"]),
+    c("return table.concat({1, 2, 3}, ',')", &["0"]),
+    c("local t = {3, 1, 2} table.sort(t) return t", &["0"]),
+    c("local t = {} table.insert(t, 'a') table.insert(t, 1, 'b') return t", &["0"]),
+    c("local t = {'a','b','c'} table.remove(t, 1) return t", &["0"]),
+    c("return #KEYS + #ARGV", &["1", "a", "b"]),
+    c("local co = coroutine.create(function(a) coroutine.yield(a + 1) return 'done' end) local _, v = coroutine.resume(co, 1) local _, w = coroutine.resume(co) return {v, w}", &["0"]),
+    c("return pcall(function() error({err='inner'}) end)", &["0"]),
+    c("local ok, e = xpcall(function() error('x') end, function(m) return 'handled: ' .. m end) return e", &["0"]),
+    c("return gcinfo() > 0", &["0"]),
+    c("return collectgarbage('count') > 0", &["0"]),
+    c("local function r(n) if n == 0 then return 0 end return 1 + r(n - 1) end return r(1000)", &["0"]),
+    // SELECT inside a script does not move the caller
+    c("redis.call('select', 1) redis.call('set', 'in1', 'x') return redis.call('get', 'in1')", &["0"]),
+    c("return redis.call('get', 'in1')", &["0"]),
+    c("redis.call('select', 99)", &["0"]),
+    // writes and reads
+    c("redis.call('set', KEYS[1], ARGV[1]) return redis.call('get', KEYS[1])", &["1", "wk", "wv"]),
+    c("return redis.call('del', 'wk', 'nope')", &["0"]),
+    c("redis.call('rpush', 'l2', 1, 2, 3) return redis.call('lrange', 'l2', 0, -1)", &["0"]),
+    c("return redis.call('expire', 'l2', 100)", &["0"]),
+    c("return redis.call('ttl', 'l2')", &["0"]),
+    c("return redis.call('lpop', 'nolist')", &["0"]),
+    c("return redis.call('blmpop', 0.01, 1, 'nolist', 'left')", &["0"]),
+    c("return redis.call('publish', 'ch', 'msg')", &["0"]),
+    c("return redis.call('object', 'encoding', 'num')", &["0"]),
+];
+
+fn eval_args<'a>(case: &'a Case<'a>) -> Vec<&'a str> {
+    let mut args = vec!["EVAL", case.body];
+    args.extend_from_slice(case.rest);
+    args
+}
+
+fn setup(d: &mut DiffPair) {
+    let _ = d.check(&["FLUSHALL"]).expect("flushall");
+    for cmd in SETUP {
+        let _ = d.check(cmd).expect("setup");
+    }
+}
+
+#[test]
+fn eval_replies_match_redis_in_resp2_and_resp3() {
+    let mut d = DiffPair::start();
+    let mut diffs = Vec::new();
+    for proto in [2u8, 3] {
+        let _ = d.hello(proto).expect("hello");
+        setup(&mut d);
+        for case in CASES {
+            if let Err(diff) = d.check(&eval_args(case)) {
+                diffs.push(format!("RESP{proto}: {diff}"));
+            }
+        }
+    }
+    assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
+    assert!(d.count >= 2 * CASES.len());
+}
+
+#[test]
+fn evalsha_script_subcommands_and_readonly_variants_match_redis() {
+    let mut d = DiffPair::start();
+    setup(&mut d);
+    let sha_ret1 = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+    let script: &[&[&str]] = &[
+        &["SCRIPT", "EXISTS", sha_ret1],
+        &["EVALSHA", sha_ret1, "0"],
+        &["EVALSHA_RO", sha_ret1, "0"],
+        &["SCRIPT", "LOAD", "return 1"],
+        &["SCRIPT", "EXISTS", sha_ret1, "ffffffffffffffffffffffffffffffffffffffff", "short"],
+        &["EVALSHA", sha_ret1, "0"],
+        &["EVALSHA", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB", "0"],
+        &["EVALSHA", "fff", "0"],
+        &["EVALSHA", sha_ret1, "-1"],
+        &["EVALSHA", sha_ret1, "5"],
+        &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"],
+        &["SCRIPT", "LOAD", "return 1 +"],
+        &["SCRIPT", "LOAD"],
+        &["SCRIPT", "LOAD", "a", "b"],
+        &["SCRIPT", "EXISTS"],
+        &["SCRIPT", "FLUSH", "foo"],
+        &["SCRIPT", "FLUSH", "sync", "async"],
+        &["SCRIPT", "KILL"],
+        &["SCRIPT", "KILL", "x"],
+        &["SCRIPT", "NOSUCH"],
+        &["SCRIPT"],
+        &["SCRIPT", "HELP"],
+        &["SCRIPT", "FLUSH", "ASYNC"],
+        &["SCRIPT", "EXISTS", sha_ret1],
+        &["EVALSHA", sha_ret1, "0"],
+        &["SCRIPT", "LOAD", "return 1"],
+        &["SCRIPT", "FLUSH"],
+        &["SCRIPT", "EXISTS", sha_ret1],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "str"],
+        &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "str"],
+        &["EVAL_RO", "return redis.call('set', KEYS[1], 'x')", "1", "str"],
+        &["EVAL_RO", "return redis.pcall('set', KEYS[1], 'x')", "1", "str"],
+        &["EVAL_RO", "return redis.call('del', 'str')", "0"],
+        &["EVAL_RO", "#!lua\nreturn 1", "0"],
+        &["EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get', 'str')", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn redis.call('set', 'a', '1')", "0"],
+        &["EVAL", "#!lua flags=no-writes,allow-oom\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=allow-stale,no-cluster,allow-cross-slot-keys\nreturn redis.call('set', 'a', '1')", "0"],
+        &["EVAL", "#!lua flags=\nreturn 2", "0"],
+        &["EVAL", "#!lua\nreturn 3", "0"],
+        &["EVAL", "#!lua\nreturn redis.call('incr', 'str')", "0"],
+        &["EVAL", "#!lua flags=bad\nreturn 1", "0"],
+        &["EVAL", "#!perl\nreturn 1", "0"],
+        &["EVAL", "#!lua name=x\nreturn 1", "0"],
+        &["EVAL", "#!\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=no-writes\nerror('x')", "0"],
+        &["EVAL", "#! lua\nreturn 1", "0"],
+        &["EVAL_RO", "return 1", "-1"],
+        &["EVALSHA_RO", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+        &["EVAL"],
+        &["EVAL", "return 1"],
+        &["EVALSHA", sha_ret1],
+    ];
+    for cmd in script {
+        let _ = d.check(cmd).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // EVAL inside MULTI is queued and runs at EXEC; a script error does not abort the rest.
+    for cmd in [
+        &["MULTI"][..],
+        &["EVAL", "return redis.call('incr', 'num')", "0"],
+        &["EVAL", "return redis.call('incr', 'str')", "0"],
+        &["EVAL", "return 'third'", "0"],
+        &["EXEC"],
+    ] {
+        let _ = d.check(cmd).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn info_reports_cached_scripts() {
+    let mut d = DiffPair::start();
+    let _ = d.check(&["SCRIPT", "FLUSH"]).expect("flush");
+    for body in ["return 1", "return 2", "return 3"] {
+        let _ = d.check(&["SCRIPT", "LOAD", body]).expect("load");
+    }
+    let info = d.ours_call(&["INFO", "memory"]);
+    let text = String::from_utf8_lossy(info.as_ref().ok().and_then(|r| r.value.as_bytes()).unwrap_or_default()).into_owned();
+    assert!(text.contains("number_of_cached_scripts:3\r\n"), "{text}");
+    let lua = text.lines().find_map(|l| l.strip_prefix("used_memory_lua:")).and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(lua.is_some_and(|n| n > 10_000), "{text}");
+    let scripts = text.lines().find_map(|l| l.strip_prefix("used_memory_scripts:")).and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(scripts.is_some_and(|n| n >= 24), "{text}");
+    let _ = Cmp::Exact;
+}
