@@ -177,7 +177,7 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     // While a script is busy the executor cannot answer; the task does, if this connection
     // has nothing in flight (its replies would otherwise overtake earlier ones).
     if protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
-        if let Some(bytes) = busy_answers(&cmds, &exec.script_watch) {
+        if let Some(bytes) = exec.script_watch.busy_answers(&cmds) {
             return Dispatch::Answered(bytes);
         }
     }
@@ -188,34 +188,4 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
         return Dispatch::Close;
     }
     Dispatch::Sent { last }
-}
-
-/// The replies to a batch while a script is busy (Redis 7.0's rules), or `None` when the
-/// batch holds a command that is allowed then but needs the executor (AUTH, MULTI, WATCH...):
-/// the batch then waits for the script like any other.
-fn busy_answers(cmds: &[Vec<bytes::Bytes>], watch: &crate::scripting::ScriptWatch) -> Option<Vec<u8>> {
-    use crate::scripting::KillOutcome;
-    let is = |arg: &[u8], name: &str| arg.eq_ignore_ascii_case(name.as_bytes());
-    let mut out = Vec::new();
-    for args in cmds {
-        let name = &args[0];
-        if is(name, "script") && args.len() == 2 && is(&args[1], "kill") {
-            out.extend_from_slice(match watch.kill() {
-                KillOutcome::Killed => b"+OK\r\n".as_slice(),
-                KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
-                KillOutcome::Unkillable => b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n",
-            });
-        } else if is(name, "shutdown") && args[1..].iter().any(|a| is(a, "nosave")) && !args[1..].iter().any(|a| is(a, "save")) {
-            // The hook stops the script and the executor the server; nothing of the script
-            // is kept.
-            log::warning("User requested shutdown...");
-            watch.request_shutdown();
-            return Some(out);
-        } else if ["auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "reset", "replconf"].iter().any(|c| is(name, c)) {
-            return None;
-        } else {
-            out.extend_from_slice(b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
-        }
-    }
-    Some(out)
 }

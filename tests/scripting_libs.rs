@@ -34,3 +34,13 @@ fn cjson_matches_redis() {
 fn cmsgpack_matches_redis() {
     run_cases("cmsgpack.lua.txt", 300);
 }
+
+#[test]
+fn struct_matches_redis() {
+    run_cases("struct.lua.txt", 200);
+}
+
+#[test]
+fn bit_matches_redis() {
+    run_cases("bit.lua.txt", 100);
+}

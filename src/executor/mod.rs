@@ -13,6 +13,7 @@
 //! the hop back to the connection task; only bytes that would block go through the task.
 
 mod blocking;
+mod inbox;
 mod script;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -83,6 +84,9 @@ pub struct Executor {
     expired_notified: usize,
     /// Clients held by CLIENT PAUSE, in the order they stopped.
     postponed: VecDeque<ClientId>,
+    /// Requests, readable from inside a busy script (`None` when driven without a channel,
+    /// as benches do).
+    inbox: Option<std::rc::Rc<inbox::Inbox>>,
     /// What the last script did (the AOF builds on it).
     pub last_script_outcome: Option<crate::scripting::ScriptOutcome>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
@@ -114,6 +118,7 @@ impl Executor {
             postponed: VecDeque::new(),
             expired_notified: 0,
             last_script_outcome: None,
+            inbox: None,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -134,6 +139,8 @@ impl Executor {
     }
 
     fn run(mut self, rx: Receiver<Request>) {
+        let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, self.server.script_watch.clone()));
+        self.inbox = Some(inbox.clone());
         let mut next_cron = Instant::now();
         loop {
             let hz = self.server.hz;
@@ -145,13 +152,13 @@ impl Executor {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
             }
-            match rx.recv_timeout(wait) {
+            match inbox.next(wait) {
                 Ok(req) => {
                     self.handle(req);
                     for _ in 1..MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(req) => self.handle(req),
-                            Err(_) => break,
+                        match inbox.try_next() {
+                            Some(req) => self.handle(req),
+                            None => break,
                         }
                     }
                     self.release_replies();
@@ -184,6 +191,9 @@ impl Executor {
             Request::Connect { id, addr, laddr, tx, flags, sock } => {
                 let authed = self.server.config.get("requirepass").is_empty();
                 self.server.stats.total_connections_received += 1;
+                if let Some(inbox) = &self.inbox {
+                    inbox.connected(id, tx.clone(), flags.clone());
+                }
                 let mut client = Client::new(id, addr, laddr, tx, flags, authed);
                 client.sock = sock;
                 self.server.clients.insert(id, client);
@@ -377,6 +387,9 @@ impl Executor {
     /// Forgets a client (disconnected or killed), including any place it holds in a queue.
     fn remove_client(&mut self, id: ClientId) -> Option<Client> {
         let mut client = self.server.clients.remove(&id)?;
+        if let Some(inbox) = &self.inbox {
+            inbox.disconnected(id);
+        }
         if let Some(blocked) = client.blocked.take() {
             self.unpark(id, &blocked);
         }

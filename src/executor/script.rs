@@ -65,6 +65,9 @@ impl Executor {
                 return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
             }
         }
+        // Replies of other clients produced earlier in this batch go out now: a long script
+        // must not hold them (Redis flushes them while a script is busy).
+        self.release_replies();
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
         let threshold = self.server.config.get_int("busy-reply-threshold").max(0) as u64;
@@ -75,6 +78,7 @@ impl Executor {
         client.deny_blocking = true;
         let watch = engine.watch.clone();
         watch.start();
+        let pump = self.inbox.clone().map(|inbox| std::rc::Rc::new(move || inbox.pump()) as std::rc::Rc<dyn Fn()>);
         let mut bridge = ScriptBridge {
             exec: self,
             client,
@@ -83,7 +87,7 @@ impl Executor {
             oom_at_start: oom,
             outcome: ScriptOutcome::default(),
         };
-        let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold);
+        let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump);
         let outcome = std::mem::take(&mut bridge.outcome);
         watch.finish();
         client.in_script = false;

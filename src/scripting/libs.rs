@@ -7,5 +7,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
     let globals = lua.globals();
     globals.raw_set("cjson", super::lib_cjson::open(lua)?)?;
     globals.raw_set("cmsgpack", super::lib_cmsgpack::open(lua)?)?;
+    globals.raw_set("struct", super::lib_struct::open(lua)?)?;
+    globals.raw_set("bit", super::lib_bit::open(lua)?)?;
     Ok(())
 }

@@ -19,8 +19,10 @@
 
 mod api;
 pub mod convert;
+mod lib_bit;
 mod lib_cjson;
 mod lib_cmsgpack;
+mod lib_struct;
 mod libs;
 mod rand;
 mod sandbox;
@@ -146,6 +148,9 @@ pub(crate) struct RunState {
     busy_threshold_ms: u64,
     sha: String,
     timed_out: bool,
+    /// Called from the hook while the script is busy: answers other clients (see
+    /// executor/inbox.rs).
+    busy_pump: Option<std::rc::Rc<dyn Fn()>>,
 }
 
 pub struct ScriptEngine {
@@ -230,7 +235,16 @@ impl ScriptEngine {
     }
 
     /// Runs the cached script `sha` with `keys` and `argv`.
-    pub fn run(&mut self, sha: &str, keys: &[Bytes], argv: &[Bytes], host: &mut dyn ScriptHost, busy_threshold_ms: u64) -> (Reply, RunEnd) {
+    /// `busy_pump` is called from the hook once the run passes `busy_threshold_ms`.
+    pub fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn ScriptHost,
+        busy_threshold_ms: u64,
+        busy_pump: Option<std::rc::Rc<dyn Fn()>>,
+    ) -> (Reply, RunEnd) {
         let Some(script) = self.scripts.get(sha) else {
             return (Reply::error("NOSCRIPT No matching script. Please use EVAL."), RunEnd::Finished);
         };
@@ -253,6 +267,7 @@ impl ScriptEngine {
             busy_threshold_ms,
             sha: sha.to_string(),
             timed_out: false,
+            busy_pump,
         });
         let result = self.runner.call::<(bool, Value)>(func);
         // Booleans convert by the script's protocol (redis.setresp), nulls by the caller's.
@@ -297,10 +312,11 @@ impl ScriptEngine {
 /// The line a killed script was at (for its error reply).
 struct KilledAt(i32);
 
-/// The count hook: busy detection, SCRIPT KILL, SHUTDOWN NOSAVE.
+/// The count hook: busy detection (and, once busy, answering other clients), SCRIPT KILL,
+/// SHUTDOWN NOSAVE.
 fn install_hook(lua: &Lua) -> mlua::Result<()> {
     lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), |lua, debug| {
-        let abort = {
+        let pump = {
             let Some(mut run) = lua.app_data_mut::<RunState>() else { return Ok(VmState::Continue) };
             let elapsed = run.started.elapsed().as_millis() as u64;
             if !run.timed_out && run.busy_threshold_ms > 0 && elapsed >= run.busy_threshold_ms {
@@ -311,18 +327,30 @@ fn install_hook(lua: &Lua) -> mlua::Result<()> {
                     run.sha
                 ));
             }
-            run.watch.must_abort()
-        };
-        if abort {
-            if lua.app_data_ref::<KilledAt>().is_none() {
-                lua.set_app_data(KilledAt(debug.current_line().unwrap_or(1) as i32));
-                if !lua.app_data_ref::<RunState>().is_some_and(|r| r.watch.shutdown_requested()) {
-                    crate::log::warning("Lua script killed by user with SCRIPT KILL.");
-                }
+            if run.timed_out {
+                run.busy_pump.clone()
+            } else {
+                None
             }
-            return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+        };
+        // The RunState borrow is released: the pump does not touch Lua.
+        if let Some(pump) = pump {
+            pump();
         }
-        Ok(VmState::Continue)
+        let (abort, shutdown) = match lua.app_data_ref::<RunState>() {
+            Some(run) => (run.watch.must_abort(), run.watch.shutdown_requested()),
+            None => (false, false),
+        };
+        if !abort {
+            return Ok(VmState::Continue);
+        }
+        if lua.app_data_ref::<KilledAt>().is_none() {
+            lua.set_app_data(KilledAt(debug.current_line().unwrap_or(1) as i32));
+            if !shutdown {
+                crate::log::warning("Lua script killed by user with SCRIPT KILL.");
+            }
+        }
+        Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()))
     })
 }
 

@@ -8,6 +8,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+use bytes::Bytes;
+
 const IDLE: u8 = 0;
 const RUNNING: u8 = 1;
 const WROTE: u8 = 2;
@@ -88,6 +90,42 @@ impl ScriptWatch {
         self.shutdown.load(Ordering::Acquire)
     }
 }
+
+impl ScriptWatch {
+    /// The replies to a batch while a script is busy (Redis 7.0's rules: SCRIPT KILL, SHUTDOWN
+    /// NOSAVE, BUSY for the rest), or `None` when the batch holds a command that is allowed
+    /// then but needs the executor (AUTH, MULTI, WATCH...): such a batch waits for the script.
+    pub fn busy_answers(&self, cmds: &[Vec<Bytes>]) -> Option<Vec<u8>> {
+        let is = |arg: &[u8], name: &str| arg.eq_ignore_ascii_case(name.as_bytes());
+        let mut out = Vec::new();
+        for args in cmds {
+            let name = &args[0];
+            if is(name, "script") && args.len() == 2 && is(&args[1], "kill") {
+                out.extend_from_slice(match self.kill() {
+                    KillOutcome::Killed => b"+OK\r\n".as_slice(),
+                    KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
+                    KillOutcome::Unkillable => UNKILLABLE,
+                });
+            } else if is(name, "shutdown") && args[1..].iter().any(|a| is(a, "nosave")) && !args[1..].iter().any(|a| is(a, "save")) {
+                // The hook stops the script and the executor the server; nothing of the
+                // script is kept.
+                crate::log::warning("User requested shutdown...");
+                self.request_shutdown();
+                return Some(out);
+            } else if ALLOWED_BUT_QUEUED.iter().any(|c| is(name, c)) {
+                return None;
+            } else {
+                out.extend_from_slice(b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
+            }
+        }
+        Some(out)
+    }
+}
+
+const UNKILLABLE: &[u8] = b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n";
+
+/// Commands Redis 7.0 serves during a busy script (flag `allow-busy`) that need the executor.
+const ALLOWED_BUT_QUEUED: &[&str] = &["auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "reset", "replconf"];
 
 #[cfg(test)]
 mod tests {
