@@ -21,11 +21,14 @@ use super::Request;
 use crate::scripting::ScriptWatch;
 use crate::state::{ClientId, ClientOutput, ConnFlags};
 
+/// Where a client's replies go without the executor: its task's channel and flags.
+type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
+
 pub struct Inbox {
     rx: Receiver<Request>,
     kept: RefCell<VecDeque<Request>>,
     /// How to answer each connected client without the executor's client table.
-    outputs: RefCell<HashMap<ClientId, (UnboundedSender<ClientOutput>, Arc<ConnFlags>)>>,
+    outputs: RefCell<HashMap<ClientId, Output>>,
     watch: Arc<ScriptWatch>,
 }
 
