@@ -325,6 +325,8 @@ pub struct ServerState {
     pub lfu_policy: bool,
     /// Cached from the config: `hz`, clamped as Redis clamps it.
     pub hz: u64,
+    /// Cached from the config: `busy-reply-threshold` (alias `lua-time-limit`) in ms.
+    pub busy_threshold_ms: u64,
     /// Cached from `client-output-buffer-limit`: the hard limits of the normal and pubsub
     /// classes (0: none).
     pub output_hard_limits: (u64, u64),
@@ -394,6 +396,7 @@ impl ServerState {
             maxmemory: 0,
             lfu_policy: false,
             hz: 10,
+            busy_threshold_ms: 5000,
             output_hard_limits: (0, 0),
             notifications: Vec::new(),
             active_expire_enabled: true,
@@ -418,6 +421,7 @@ impl ServerState {
         self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
         self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");
         self.hz = self.config.get_int("hz").clamp(1, 500) as u64;
+        self.busy_threshold_ms = self.config.get_int("busy-reply-threshold").max(0) as u64;
         let spec = self.config.get("client-output-buffer-limit");
         let words: Vec<&str> = spec.split_whitespace().collect();
         let hard = |class: &str| {

@@ -465,7 +465,7 @@ impl Executor {
         }
 
         let start = Instant::now();
-        let mut reply = self.run_command(client, cmd, args);
+        let mut reply = self.run_command(client, cmd, args, true);
         if let Some(call) = client.script_call.take() {
             reply = self.run_script(client, args, call);
         }
@@ -486,14 +486,17 @@ impl Executor {
     /// Runs a command that passed its checks, then does what follows every command: watched
     /// keys, blocked clients, expiry and keyspace events, MONITOR, command statistics. Shared
     /// by clients' commands and scripts' `redis.call`.
-    fn run_command(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes]) -> Reply {
+    /// `timed`: whether the command's own time is measured for INFO commandstats (not for a
+    /// script's commands: two clock reads per `redis.call` are a measurable part of it; the
+    /// script's time counts as its EVAL's).
+    fn run_command(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes], timed: bool) -> Reply {
         client.last_cmd = cmd.name;
         let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
-        let start = Instant::now();
+        let start = timed.then(Instant::now);
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
-        let elapsed = start.elapsed().as_micros() as u64;
+        let elapsed = start.map_or(0, |s| s.elapsed().as_micros() as u64);
         if self.server.dirty != dirty_before {
             self.signal_modified(client, cmd, args);
         }

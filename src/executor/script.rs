@@ -38,6 +38,8 @@ pub(super) struct ScriptBridge<'a> {
     read_only: bool,
     allow_oom: bool,
     oom_at_start: bool,
+    /// The watch already agreed to this script's writes (one compare-and-swap per run).
+    write_allowed: bool,
     pub outcome: ScriptOutcome,
 }
 
@@ -70,7 +72,7 @@ impl Executor {
         self.release_replies();
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
-        let threshold = self.server.config.get_int("busy-reply-threshold").max(0) as u64;
+        let threshold = self.server.busy_threshold_ms;
         // Time stands still for the whole script.
         self.now_ms = crate::clock::now_ms();
         let (saved_db, saved_proto) = (client.db, client.proto);
@@ -85,6 +87,7 @@ impl Executor {
             read_only: call.read_only || flags.no_writes,
             allow_oom: flags.allow_oom,
             oom_at_start: oom,
+            write_allowed: false,
             outcome: ScriptOutcome::default(),
         };
         let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump);
@@ -107,8 +110,7 @@ impl Executor {
 
 impl ScriptHost for ScriptBridge<'_> {
     fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
-        let watch = self.exec.server.script_watch.clone();
-        if watch.must_abort() {
+        if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
         let cmd = match commands::resolve(&argv) {
@@ -127,8 +129,11 @@ impl ScriptHost for ScriptBridge<'_> {
             return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
         }
         // A SCRIPT KILL accepted before the first write wins: nothing is written after it.
-        if write && !watch.may_write() {
+        if write && !self.write_allowed && !self.exec.server.script_watch.may_write() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
+        }
+        if write {
+            self.write_allowed = true;
         }
         if is_random(cmd) {
             self.outcome.random_dirty = true;
@@ -136,7 +141,7 @@ impl ScriptHost for ScriptBridge<'_> {
         let db = self.client.db;
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
-        let mut reply = self.exec.run_command(self.client, cmd, &argv);
+        let mut reply = self.exec.run_command(self.client, cmd, &argv, false);
         // A blocking command in a script acts as its non-blocking form: it times out at once.
         if let Some(request) = self.client.block_request.take() {
             reply = request.timeout_reply;

@@ -246,11 +246,14 @@ fn run_command(lua: &Lua, args: &[Value]) -> mlua::Result<Result<Value, Value>> 
         Ok(argv) => argv,
         Err(e) => return Ok(Err(error_table(lua, &e.to_string())?)),
     };
-    let (resp, repl) = match lua.app_data_ref::<RunState>() {
-        Some(run) => (run.resp, run.repl),
+    // One app-data lookup per call: this is the hot path of every script.
+    let (host, resp, repl) = match lua.app_data_ref::<RunState>() {
+        Some(run) => (run.host, run.resp, run.repl),
         None => return Ok(Err(error_table(lua, "redis.call() is only available while a script runs")?)),
     };
-    let reply = with_host(lua, |host| host.call(argv, resp, repl)).unwrap_or(Reply::Nil);
+    // SAFETY: as in `with_host`: the pointer is valid for the whole run and the RunState
+    // borrow is released.
+    let reply = unsafe { &mut *host }.call(argv, resp, repl);
     if let Reply::Error(text) = &reply {
         return Ok(Err(error_table(lua, &format!("-{text}"))?));
     }

@@ -202,11 +202,13 @@ impl ScriptEngine {
 
     /// The cached script of `sha` (any case).
     pub fn get(&self, sha: &[u8]) -> Option<&Script> {
+        let mut lower = [0u8; 40];
         if sha.len() != 40 {
             return None;
         }
-        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.scripts.get(&lower)
+        lower.copy_from_slice(sha);
+        lower.make_ascii_lowercase();
+        self.scripts.get(std::str::from_utf8(&lower).ok()?)
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
