@@ -61,9 +61,11 @@ fn effect(db: usize, parts: &[&str], repl: u8) -> Effect {
 #[test]
 fn a_read_only_script_wrote_nothing() {
     let mut h = Harness::new();
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let (reply, outcome) = h.eval("return redis.call('get', 'a')");
     assert_eq!(reply, b"$-1\r\n");
-    assert_eq!(outcome, ScriptOutcome::default());
+    assert!(outcome.time_ms >= before && outcome.time_ms < before + 5000, "the frozen time travels with the outcome");
+    assert_eq!(outcome, ScriptOutcome { time_ms: outcome.time_ms, ..ScriptOutcome::default() });
     // A write command that changes nothing is no effect either.
     let (_, outcome) = h.eval("return redis.call('del', 'missing')");
     assert!(!outcome.wrote && outcome.effects.is_empty());

@@ -298,3 +298,15 @@ fn a_client_library_connecting_during_a_busy_script_gets_busy_replies() {
     assert_eq!(ok, "OK");
     assert!(read_line(&runner).starts_with("-ERR Script killed by user"));
 }
+
+#[test]
+fn redis_log_writes_to_the_server_log_honouring_loglevel() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let s = Server::start(&["--logfile", log.to_str().unwrap(), "--loglevel", "notice"]);
+    let mut c = s.client();
+    eval(&mut c, "redis.log(redis.LOG_WARNING, 'warned', 'from', 42) redis.log(redis.LOG_DEBUG, 'too quiet') return 1", &[], &[]).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.lines().any(|l| l.contains(" # warned from 42")), "{text}");
+    assert!(!text.contains("too quiet"), "{text}");
+}

@@ -75,6 +75,7 @@ impl Executor {
         let threshold = self.server.busy_threshold_ms;
         // Time stands still for the whole script.
         self.now_ms = crate::clock::now_ms();
+        let time_ms = self.now_ms;
         let (saved_db, saved_proto) = (client.db, client.proto);
         client.in_script = true;
         client.deny_blocking = true;
@@ -88,7 +89,7 @@ impl Executor {
             allow_oom: flags.allow_oom,
             oom_at_start: oom,
             write_allowed: false,
-            outcome: ScriptOutcome::default(),
+            outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
         let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump);
         let outcome = std::mem::take(&mut bridge.outcome);

@@ -112,6 +112,9 @@ pub struct Script {
 /// execution order, each with the database it ran in and where it propagates.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ScriptOutcome {
+    /// The script's frozen time (ms since the epoch): every expiry decision inside it used
+    /// this, so a replay of the whole script must too.
+    pub time_ms: i64,
     pub wrote: bool,
     pub random_dirty: bool,
     pub effects: Vec<Effect>,
