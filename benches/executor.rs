@@ -1,13 +1,10 @@
 //! The executor without sockets: batches of commands through the dispatcher, handlers and
 //! reply encoding, as one connection's pipeline would arrive.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use vermilion::config::Config;
 use vermilion::executor::{Executor, Request};
-use vermilion::state::ConnFlags;
 
 fn args(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -15,15 +12,7 @@ fn args(parts: &[&str]) -> Vec<Bytes> {
 
 fn bench(c: &mut Criterion) {
     let mut exec = Executor::new(Config::new());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    exec.handle(Request::Connect {
-        id: 1,
-        addr: "127.0.0.1:1".into(),
-        laddr: "127.0.0.1:6379".into(),
-        tx,
-        flags: Arc::new(ConnFlags::default()),
-        sock: None,
-    });
+    let mut rx = exec.connect_detached(1);
     let mut group = c.benchmark_group("executor");
     let cases: Vec<(&str, Vec<Vec<Bytes>>)> = vec![
         ("ping", vec![args(&["PING"])]),

@@ -2,13 +2,10 @@
 //! with 100, so the cost of the Lua-to-command bridge (argument conversion, the script rules,
 //! the command, the reply back to Lua) shows on its own.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use vermilion::config::Config;
 use vermilion::executor::{Executor, Request};
-use vermilion::state::ConnFlags;
 
 fn args(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -16,15 +13,7 @@ fn args(parts: &[&str]) -> Vec<Bytes> {
 
 fn bench(c: &mut Criterion) {
     let mut exec = Executor::new(Config::new());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    exec.handle(Request::Connect {
-        id: 1,
-        addr: "127.0.0.1:1".into(),
-        laddr: "127.0.0.1:6379".into(),
-        tx,
-        flags: Arc::new(ConnFlags::default()),
-        sock: None,
-    });
+    let mut rx = exec.connect_detached(1);
     let incr = "return redis.call('incr', KEYS[1])";
     let hundred = "for i = 1, 100 do redis.call('incr', KEYS[1]) end return 1";
     let get = "return redis.call('get', KEYS[1])";

@@ -3,13 +3,10 @@
 //! target. The AOF builds on exactly this, so it is checked here through the library, with
 //! the executor driven directly (no sockets).
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use vermilion::config::Config;
 use vermilion::executor::{Executor, Request};
 use vermilion::scripting::{Effect, ScriptOutcome};
-use vermilion::state::ConnFlags;
 
 fn args(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -23,15 +20,7 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         let mut exec = Executor::new(Config::new());
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        exec.handle(Request::Connect {
-            id: 1,
-            addr: "127.0.0.1:1".into(),
-            laddr: "127.0.0.1:6379".into(),
-            tx,
-            flags: Arc::new(ConnFlags::default()),
-            sock: None,
-        });
+        let rx = exec.connect_detached(1);
         Harness { exec, rx }
     }
 

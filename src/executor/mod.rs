@@ -185,6 +185,21 @@ impl Executor {
         }
     }
 
+    /// Connects a client without a socket (benches and tests drive the executor this way);
+    /// its replies arrive on the returned receiver after `release_replies`.
+    pub fn connect_detached(&mut self, id: ClientId) -> tokio::sync::mpsc::UnboundedReceiver<ClientOutput> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.handle(Request::Connect {
+            id,
+            addr: format!("127.0.0.1:{id}"),
+            laddr: "127.0.0.1:6379".into(),
+            tx,
+            flags: Arc::new(ConnFlags::default()),
+            sock: None,
+        });
+        rx
+    }
+
     /// Handles one request (public so benches can drive the executor without sockets).
     pub fn handle(&mut self, req: Request) {
         match req {

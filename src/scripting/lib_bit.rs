@@ -15,22 +15,7 @@
 
 use mlua::{Lua, Table, Value, Variadic};
 
-use super::shim::string_error_fn;
-
-/// `lua_typename` of an argument; `None` is an absent argument ("no value").
-pub(crate) fn type_name(v: Option<&Value>) -> &'static str {
-    match v {
-        None => "no value",
-        Some(Value::Nil) => "nil",
-        Some(Value::Boolean(_)) => "boolean",
-        Some(Value::Integer(_) | Value::Number(_)) => "number",
-        Some(Value::String(_)) => "string",
-        Some(Value::Table(_)) => "table",
-        Some(Value::Function(_)) => "function",
-        Some(Value::Thread(_)) => "thread",
-        Some(_) => "userdata",
-    }
-}
+use super::shim::{string_error_fn, type_name};
 
 /// `luaL_error`: the message prefixed with `luaL_where(L, 1)`, the position of whoever called
 /// the library function. Stack levels seen from the Rust callback: 0 = this callback,

@@ -20,7 +20,7 @@
 //! - Error texts, including `luaL_argerror` naming (`bad argument #1 to 'unpack'`, `'?'` under
 //!   `pcall`, `calling 'x' on bad self`) and `luaL_error`'s "chunk:line: " prefix of the caller.
 
-use super::shim::string_error_fn;
+use super::shim::{string_error_fn, type_name};
 use mlua::{Lua, MultiValue, Table, Value};
 
 const MAX_NESTING: usize = 16;
@@ -91,21 +91,6 @@ fn render(lua: &Lua, fail: Fail) -> String {
             }
             render(lua, Fail::Located(format!("bad argument #{narg} to '{name}' ({extra})")))
         }
-    }
-}
-
-/// `luaL_typename`, with "no value" for a missing argument.
-fn type_name(v: Option<&Value>) -> &'static str {
-    match v {
-        None => "no value",
-        Some(Value::Nil) => "nil",
-        Some(Value::Boolean(_)) => "boolean",
-        Some(Value::Integer(_) | Value::Number(_)) => "number",
-        Some(Value::String(_)) => "string",
-        Some(Value::Table(_)) => "table",
-        Some(Value::Function(_)) => "function",
-        Some(Value::Thread(_)) => "thread",
-        Some(_) => "userdata",
     }
 }
 

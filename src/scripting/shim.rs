@@ -41,6 +41,21 @@ pub fn raising(lua: &Lua, raw: Function) -> mlua::Result<Function> {
     }
 }
 
+/// `luaL_typename` of an argument, with "no value" for a missing one (argument errors).
+pub fn type_name(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "no value",
+        Some(Value::Nil) => "nil",
+        Some(Value::Boolean(_)) => "boolean",
+        Some(Value::Integer(_) | Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Table(_)) => "table",
+        Some(Value::Function(_)) => "function",
+        Some(Value::Thread(_)) => "thread",
+        Some(_) => "userdata",
+    }
+}
+
 fn ok_values<R: IntoLuaMulti>(lua: &Lua, r: R) -> mlua::Result<MultiValue> {
     let mut values = r.into_lua_multi(lua)?;
     values.push_front(Value::Boolean(true));
@@ -55,11 +70,7 @@ where
     R: IntoLuaMulti,
     F: Fn(&Lua, A) -> Result<R, String> + 'static,
 {
-    let raw = lua.create_function(move |lua, args: A| match f(lua, args) {
-        Ok(r) => ok_values(lua, r),
-        Err(msg) => Ok(MultiValue::from_vec(vec![Value::Boolean(false), Value::String(lua.create_string(msg)?)])),
-    })?;
-    raising(lua, raw)
+    raising_fn(lua, f, |lua, msg| Ok(Value::String(lua.create_string(msg)?)))
 }
 
 /// Like [`string_error_fn`], but an `Err(message)` is raised as Redis's error table
@@ -71,9 +82,19 @@ where
     R: IntoLuaMulti,
     F: Fn(&Lua, A) -> Result<R, String> + 'static,
 {
+    raising_fn(lua, f, |lua, msg| super::convert::error_table(lua, &msg))
+}
+
+/// `f` behind [`raise_on_failure`], its `Err` turned into a Lua value by `error_value`.
+fn raising_fn<A, R, F>(lua: &Lua, f: F, error_value: fn(&Lua, String) -> mlua::Result<Value>) -> mlua::Result<Function>
+where
+    A: FromLuaMulti,
+    R: IntoLuaMulti,
+    F: Fn(&Lua, A) -> Result<R, String> + 'static,
+{
     let raw = lua.create_function(move |lua, args: A| match f(lua, args) {
         Ok(r) => ok_values(lua, r),
-        Err(msg) => Ok(MultiValue::from_vec(vec![Value::Boolean(false), super::convert::error_table(lua, &msg)?])),
+        Err(msg) => Ok(MultiValue::from_vec(vec![Value::Boolean(false), error_value(lua, msg)?])),
     })?;
     raising(lua, raw)
 }
