@@ -81,7 +81,9 @@ impl Inbox {
             let waiting = self.kept.borrow().iter().any(|r| matches!(r, Request::Commands { id: other, .. } if *other == id));
             let outputs = self.outputs.borrow();
             let answer = match outputs.get(&id) {
-                Some(out) if !waiting => self.watch.busy_answers(&cmds).map(|bytes| (out, bytes)),
+                Some(out) if !waiting => {
+                    self.watch.busy_answers(&cmds, out.1.authenticated.load(Ordering::Relaxed)).map(|bytes| (out, bytes))
+                }
                 _ => None,
             };
             match answer {
