@@ -78,30 +78,61 @@ mt.__index = function (t, n)
 end
 "#;
 
-/// `pcall` as Redis's `luaRedisPcall`, plus: an aborted script (SCRIPT KILL, SHUTDOWN) stays
-/// aborted whatever catches the error.
+/// `xpcall` and `coroutine.resume` keep an aborted script (SCRIPT KILL, SHUTDOWN) aborted
+/// whatever catches the error; `pcall` does the same in [`redis_pcall`].
 const PROTECTED_CALLS: &str = r#"
 local must_abort = ...
-local rawpcall, rawxpcall, resume = pcall, xpcall, coroutine.resume
-local type, rawget, error = type, rawget, error
+local rawxpcall, resume = xpcall, coroutine.resume
+local type, error, select = type, error, select
 local function rethrow_abort(...)
   if must_abort() then error((select(2, ...)), 0) end
   return ...
 end
-local function fix(ok, ...)
-  if ok then return ok, ... end
-  if must_abort() then error((...), 0) end
-  local e = ...
-  if type(e) == 'table' then
-    local m = rawget(e, 'err')
-    if type(m) == 'string' or type(m) == 'number' then return false, m end
-  end
-  return false, ...
-end
-pcall = function(...) return fix(rawpcall(...)) end
 xpcall = function(...) return rethrow_abort(rawxpcall(...)) end
-coroutine.resume = function(...) return rethrow_abort(resume(...)) end
+coroutine.resume = function(co, ...)
+  if type(co) ~= 'thread' then error("bad argument #1 to 'resume' (coroutine expected)", 2) end
+  return rethrow_abort(resume(co, ...))
+end
 "#;
+
+/// Where `redis_pcall` finds the abort check (a registry field).
+const MUST_ABORT_KEY: &std::ffi::CStr = c"vermilion.must_abort";
+
+/// `pcall` as Redis's `luaRedisPcall` (a C function, so the caller's frame stays visible):
+/// an error table's `err` text becomes the error value; and an aborted script (SCRIPT KILL,
+/// SHUTDOWN) stays aborted: the error is raised again.
+unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let argc = ffi::lua_gettop(state);
+    if argc == 0 {
+        // Redis's pcall returns nothing here.
+        return 0;
+    }
+    ffi::lua_pushboolean(state, 1);
+    ffi::lua_insert(state, 1);
+    if ffi::lua_pcall(state, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, MUST_ABORT_KEY.as_ptr());
+        ffi::lua_call(state, 0, 1);
+        let abort = ffi::lua_toboolean(state, -1) != 0;
+        ffi::lua_settop(state, -2);
+        if abort {
+            // Nothing with a destructor lives in this frame.
+            ffi::lua_error(state);
+        }
+        ffi::lua_remove(state, 1);
+        if ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
+            ffi::lua_getfield(state, -1, c"err".as_ptr());
+            if ffi::lua_isstring(state, -1) != 0 {
+                ffi::lua_replace(state, -2);
+            } else {
+                ffi::lua_settop(state, -2);
+            }
+        }
+        ffi::lua_pushboolean(state, 0);
+        ffi::lua_insert(state, 1);
+    }
+    ffi::lua_gettop(state)
+}
 
 /// Runs a compiled script under the error handler.
 const RUNNER: &str = r#"
@@ -124,6 +155,9 @@ pub fn new_state() -> mlua::Result<(Lua, Function)> {
     super::libs::install(&lua)?;
     lua.load(ERROR_HANDLER).set_name("=[error handler]").exec()?;
     let must_abort = lua.create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|r| r.watch.must_abort())))?;
+    lua.set_named_registry_value(MUST_ABORT_KEY.to_str().unwrap_or_default(), must_abort.clone())?;
+    // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
+    globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
     lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
     globals.raw_set("KEYS", lua.create_table()?)?;
     globals.raw_set("ARGV", lua.create_table()?)?;
