@@ -86,3 +86,23 @@ int vm_incrbyfloat(const char *base, size_t base_len, long long base_int, int ba
 int vm_fmt_g17(double d, char *out, size_t out_len) {
     return snprintf(out, out_len, "%.17g", d);
 }
+
+/* strtod on the start of s[0..len) (no leading whitespace expected): the number of bytes it
+ * used (0: no number) and the value. The bytes are copied, NUL-terminated, as strtod needs. */
+size_t vm_strtod_prefix(const char *s, size_t len, double *out) {
+    char stack[512];
+    char *buf = len < sizeof(stack) ? stack : malloc(len + 1);
+    char *eptr;
+    if (buf == NULL) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    *out = strtod(buf, &eptr);
+    size_t used = (size_t)(eptr - buf);
+    if (buf != stack) free(buf);
+    return used;
+}
+
+/* "%.*g" with the given precision. */
+int vm_fmt_g(double d, int precision, char *out, size_t out_len) {
+    return snprintf(out, out_len, "%.*g", precision, d);
+}

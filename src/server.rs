@@ -177,7 +177,7 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     // While a script is busy the executor cannot answer; the task does, if this connection
     // has nothing in flight (its replies would otherwise overtake earlier ones).
     if protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
-        if let Some(bytes) = exec.script_watch.busy_answers(&cmds, flags.authenticated.load(Ordering::Relaxed)) {
+        if let Some(bytes) = crate::executor::busy_answers(&exec.script_watch, &cmds, flags.authenticated.load(Ordering::Relaxed)) {
             return Dispatch::Answered(bytes);
         }
     }

@@ -4,6 +4,8 @@ use std::os::raw::{c_char, c_int, c_longlong};
 
 extern "C" {
     fn vm_string2d(s: *const c_char, len: usize, out: *mut f64) -> c_int;
+    fn vm_strtod_prefix(s: *const c_char, len: usize, out: *mut f64) -> usize;
+    fn vm_fmt_g(d: f64, precision: c_int, out: *mut c_char, out_len: usize) -> c_int;
     fn vm_incrbyfloat(
         base: *const c_char,
         base_len: usize,
@@ -70,6 +72,27 @@ pub fn format_double(d: f64) -> String {
     let mut buf = [0u8; 64];
     // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
     let n = unsafe { vm_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    let n = (n.max(0) as usize).min(buf.len() - 1);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// libc's `strtod` on the start of `s` (decimal, hex, `inf`, `nan(...)`, as glibc reads
+/// them): the value and the bytes it used, or `None` when no number starts there. Only the
+/// bytes a number can be made of are copied, so a long input costs nothing extra.
+pub fn strtod_prefix(s: &[u8]) -> Option<(f64, usize)> {
+    let len =
+        s.iter().position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'.' | b'+' | b'-' | b'(' | b')' | b'_'))).unwrap_or(s.len());
+    let mut out = 0.0f64;
+    // SAFETY: the helper reads exactly `len` bytes of `s` and writes one f64.
+    let used = unsafe { vm_strtod_prefix(s.as_ptr() as *const c_char, len, &mut out) };
+    (used > 0).then_some((out, used))
+}
+
+/// C's `printf("%.<precision>g", d)`.
+pub fn format_g(d: f64, precision: i32) -> String {
+    let mut buf = [0u8; 64];
+    // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
+    let n = unsafe { vm_fmt_g(d, precision, buf.as_mut_ptr() as *mut c_char, buf.len()) };
     let n = (n.max(0) as usize).min(buf.len() - 1);
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }

@@ -53,6 +53,12 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Signal handlers go in before the port opens: a SIGTERM that follows the first accepted
+    // connection must find them (tokio keeps it until the loop below reads it).
+    let signals = runtime.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    });
     let listeners = runtime.block_on(async { bind_all(&binds, port as u16).await });
     let listeners = match listeners {
         Ok(l) => l,
@@ -73,10 +79,9 @@ fn main() {
     log::warning("Server initialized");
     log::notice("Ready to accept connections tcp");
 
-    let signals = handle.tx.clone();
+    let tx = handle.tx.clone();
     runtime.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = signals else {
             return;
         };
         loop {
@@ -84,7 +89,7 @@ fn main() {
                 _ = term.recv() => "SIGTERM",
                 _ = int.recv() => "SIGINT",
             };
-            let _ = signals.send(Request::Signal { name });
+            let _ = tx.send(Request::Signal { name });
         }
     });
     runtime.spawn(vermilion::server::serve(listeners, handle));

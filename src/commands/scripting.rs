@@ -10,12 +10,14 @@ use bytes::Bytes;
 
 use super::{CmdError, Ctx};
 use crate::protocol::Reply;
-use crate::scripting::ScriptEngine;
+use crate::scripting::{ScriptEngine, ScriptFlags};
 
 /// A script run asked for by EVAL & co.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptCall {
     pub sha: String,
+    /// The script's shebang flags.
+    pub flags: ScriptFlags,
     pub numkeys: usize,
     /// EVAL_RO / EVALSHA_RO.
     pub read_only: bool,
@@ -62,15 +64,13 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         return Err(CmdError::other("ERR Number of keys can't be greater than number of args"));
     }
     let engine = engine(ctx)?;
-    let sha = if by_sha {
-        match engine.get(&args[1]) {
-            Some(_) => String::from_utf8_lossy(&args[1]).to_ascii_lowercase(),
-            None => return Err(CmdError::other("NOSCRIPT No matching script. Please use EVAL.")),
-        }
+    let script = if by_sha {
+        engine.get(&args[1]).ok_or_else(|| CmdError::other("NOSCRIPT No matching script. Please use EVAL."))?
     } else {
         engine.load(&args[1]).map_err(|e| CmdError::Other(e.into()))?
     };
-    ctx.client.script_call = Some(ScriptCall { sha, numkeys: numkeys as usize, read_only });
+    let (sha, flags) = (script.sha.clone(), script.flags);
+    ctx.client.script_call = Some(ScriptCall { sha, flags, numkeys: numkeys as usize, read_only });
     Ok(Reply::NoReply)
 }
 
@@ -78,8 +78,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
 /// SCRIPT LOAD script
 /// ```
 pub fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let sha = engine(ctx)?.load(&args[2]).map_err(|e| CmdError::Other(e.into()))?;
-    Ok(Reply::bulk_string(sha))
+    let script = engine(ctx)?.load(&args[2]).map_err(|e| CmdError::Other(e.into()))?;
+    Ok(Reply::bulk_string(script.sha.clone()))
 }
 
 /// ```text

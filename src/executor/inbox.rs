@@ -18,7 +18,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::Request;
-use crate::scripting::ScriptWatch;
+use crate::commands::{self, Flag, Resolved};
+use crate::scripting::{KillOutcome, ScriptWatch};
 use crate::state::{ClientId, ClientOutput, ConnFlags};
 
 /// Where a client's replies go without the executor: its task's channel and flags.
@@ -82,7 +83,7 @@ impl Inbox {
             let outputs = self.outputs.borrow();
             let answer = match outputs.get(&id) {
                 Some(out) if !waiting => {
-                    self.watch.busy_answers(&cmds, out.1.authenticated.load(Ordering::Relaxed)).map(|bytes| (out, bytes))
+                    busy_answers(&self.watch, &cmds, out.1.authenticated.load(Ordering::Relaxed)).map(|bytes| (out, bytes))
                 }
                 _ => None,
             };
@@ -101,5 +102,58 @@ impl Inbox {
                 }
             }
         }
+    }
+}
+
+/// The replies to a batch while a script is busy, or `None` when the batch must wait for the
+/// script. Redis 7.0's rules, from the command table: NOAUTH first for a client that has not
+/// authenticated; SCRIPT KILL and SHUTDOWN NOSAVE are served; the other `allow-busy` commands
+/// (AUTH, HELLO, MULTI, WATCH...) change state the executor owns, so their batch waits;
+/// everything else gets BUSY.
+pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticated: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for args in cmds {
+        let allowed = match commands::resolve(args) {
+            Resolved::Found(cmd) if cmd.has(Flag::AllowBusy) => Some(cmd),
+            _ => None,
+        };
+        match allowed.map(|c| c.name) {
+            Some("script|kill") => out.extend_from_slice(match watch.kill() {
+                KillOutcome::Killed => b"+OK\r\n".as_slice(),
+                KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
+                KillOutcome::Unkillable => UNKILLABLE,
+            }),
+            Some("shutdown") if authenticated && args[1..].iter().any(|a| crate::util::opt_is(a, "nosave")) => {
+                // The hook stops the script and the executor the server; nothing of the
+                // script is kept.
+                crate::log::warning("User requested shutdown...");
+                watch.request_shutdown();
+                return Some(out);
+            }
+            Some("shutdown") | None if !authenticated => out.extend_from_slice(b"-NOAUTH Authentication required.\r\n"),
+            Some("shutdown") | None => out.extend_from_slice(BUSY),
+            Some(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+const BUSY: &[u8] = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+const UNKILLABLE: &[u8] = b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_answers_follow_redis_order_of_checks() {
+        let w = ScriptWatch::default();
+        w.start();
+        let cmd = |parts: &[&str]| parts.iter().map(|p| bytes::Bytes::copy_from_slice(p.as_bytes())).collect::<Vec<_>>();
+        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], false).unwrap(), b"-NOAUTH Authentication required.\r\n");
+        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"]), cmd(&["SHUTDOWN"])], true).unwrap(), [BUSY, BUSY].concat());
+        assert_eq!(busy_answers(&w, &[cmd(&["PING"]), cmd(&["AUTH", "pw"])], true), None);
+        assert_eq!(busy_answers(&w, &[cmd(&["script", "KILL"])], true).unwrap(), b"+OK\r\n");
+        assert!(w.must_abort());
     }
 }

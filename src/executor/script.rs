@@ -49,13 +49,7 @@ impl Executor {
         let Some(mut engine) = self.server.scripts.take() else {
             return Reply::error("ERR the scripting engine is not available");
         };
-        let flags = match engine.get(call.sha.as_bytes()) {
-            Some(s) => s.flags,
-            None => {
-                self.server.scripts = Some(engine);
-                return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
-            }
-        };
+        let flags = call.flags;
         let oom = self.server.maxmemory > 0 && !self.within_maxmemory();
         if !flags.compat {
             if !flags.allow_oom && oom {

@@ -58,27 +58,23 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
     )?;
     redis.raw_set(
         "sha1hex",
-        table_error_fn(lua, |_, args: Variadic<Value>| {
+        table_error_fn(lua, |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return Err("wrong number of arguments".to_string());
             }
-            let bytes = match &args[0] {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Integer(n) => n.to_string().into_bytes(),
-                Value::Number(n) => lua_number_text(*n).into_bytes(),
-                _ => Vec::new(),
-            };
+            // lua_tolstring: strings and numbers (as Lua prints them); anything else hashes "".
+            let bytes = lua_text(lua, &args[0]).unwrap_or_default();
             Ok(super::sha1_hex(&bytes))
         })?,
     )?;
-    redis.raw_set("log", table_error_fn(lua, |_, args: Variadic<Value>| log(&args))?)?;
+    redis.raw_set("log", table_error_fn(lua, |lua, args: Variadic<Value>| log(lua, &args))?)?;
     redis.raw_set(
         "setresp",
         table_error_fn(lua, |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return Err("redis.setresp() requires one argument.".to_string());
             }
-            let resp = match number(&args[0]) {
+            let resp = match number(lua, &args[0]) {
                 Some(n) if n as i64 == 2 => ProtocolVersion::Resp2,
                 Some(n) if n as i64 == 3 => ProtocolVersion::Resp3,
                 _ => return Err("RESP version must be 2 or 3.".to_string()),
@@ -96,7 +92,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
             if args.len() != 1 {
                 return Err("redis.set_repl() requires two arguments.".to_string());
             }
-            let flags = number(&args[0]).map(|n| n as i64).unwrap_or(-1);
+            let flags = number(lua, &args[0]).map(|n| n as i64).unwrap_or(-1);
             if flags & !(REPL_AOF | REPL_REPLICA) != 0 {
                 return Err("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".to_string());
             }
@@ -143,26 +139,23 @@ fn redis_version_num() -> i64 {
     (a << 16) | (b << 8) | c
 }
 
-fn number(v: &Value) -> Option<f64> {
+/// `lua_tonumber`: numbers, and strings Lua reads as numbers.
+fn number(lua: &Lua, v: &Value) -> Option<f64> {
+    lua.coerce_number(v.clone()).ok().flatten()
+}
+
+/// `lua_tolstring`: strings, and numbers as Lua prints them (`%.14g`); `None` for the rest.
+fn lua_text(lua: &Lua, v: &Value) -> Option<Vec<u8>> {
     match v {
-        Value::Integer(n) => Some(*n as f64),
-        Value::Number(n) => Some(*n),
-        Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()),
+        Value::String(_) | Value::Integer(_) | Value::Number(_) => {
+            lua.coerce_string(v.clone()).ok().flatten().map(|s| s.as_bytes().to_vec())
+        }
         _ => None,
     }
 }
 
-/// How Lua's `tostring` prints a number (`%.14g`).
-fn lua_number_text(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{}", n as i64)
-    } else {
-        format!("{n}")
-    }
-}
-
 /// `redis.log(level, ...)`.
-fn log(args: &[Value]) -> Result<(), String> {
+fn log(lua: &Lua, args: &[Value]) -> Result<(), String> {
     if args.len() < 2 {
         return Err("redis.log() requires two arguments or more.".to_string());
     }
@@ -185,12 +178,7 @@ fn log(args: &[Value]) -> Result<(), String> {
     }
     let mut text = Vec::new();
     for (i, arg) in args[1..].iter().enumerate() {
-        let piece = match arg {
-            Value::String(s) => s.as_bytes().to_vec(),
-            Value::Integer(n) => n.to_string().into_bytes(),
-            Value::Number(n) => lua_number_text(*n).into_bytes(),
-            _ => continue,
-        };
+        let Some(piece) = lua_text(lua, arg) else { continue };
         if i > 0 {
             text.push(b' ');
         }

@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use mlua::{Lua, Table, Value};
 
+use crate::commands::sanitize;
 use crate::protocol::{ProtocolVersion, Reply};
 
 /// Nesting beyond this is cut (a self-referencing table would otherwise recurse forever).
@@ -170,10 +171,10 @@ fn to_reply(value: &Value, resp: ProtocolVersion, depth: usize) -> Reply {
 fn table_to_reply(t: &Table, resp: ProtocolVersion, depth: usize) -> Reply {
     let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
     if let Value::String(e) = field("err") {
-        return Reply::Error(sanitize(&e.to_string_lossy()).into());
+        return Reply::Error(sanitize(e.to_string_lossy()).into());
     }
     if let Value::String(s) = field("ok") {
-        return Reply::Status(sanitize(&s.to_string_lossy()).into());
+        return Reply::Status(sanitize(s.to_string_lossy()).into());
     }
     if let Value::Number(d) = field("double") {
         return Reply::Double(d);
@@ -182,7 +183,7 @@ fn table_to_reply(t: &Table, resp: ProtocolVersion, depth: usize) -> Reply {
         return Reply::Double(d as f64);
     }
     if let Value::String(s) = field("big_number") {
-        return Reply::BigNumber(sanitize(&s.to_string_lossy()));
+        return Reply::BigNumber(sanitize(s.to_string_lossy()));
     }
     if let Value::Table(m) = field("map") {
         let pairs = m.pairs::<Value, Value>().filter_map(Result::ok);
@@ -210,11 +211,6 @@ fn table_to_reply(t: &Table, resp: ProtocolVersion, depth: usize) -> Reply {
         }
     }
     Reply::Array(items)
-}
-
-/// Error and status texts must not break the protocol.
-fn sanitize(s: &str) -> String {
-    s.replace(['\r', '\n'], " ")
 }
 
 /// C's `(long long)` cast of a double as x86-64 does it: truncation toward zero, and

@@ -391,33 +391,8 @@ unsafe fn append_number(l: *mut lua_State, cfg: &Config, idx: c_int, out: &mut V
         }
         return Ok(());
     }
-    format_g(num, cfg.precision, out);
+    out.extend_from_slice(crate::util::format_g(num, cfg.precision).as_bytes());
     Ok(())
-}
-
-/// C's `printf("%.<precision>g")` for a finite number.
-fn format_g(num: f64, precision: c_int, out: &mut Vec<u8>) {
-    let p = precision.max(1) as usize;
-    if num == 0.0 {
-        out.extend_from_slice(if num.is_sign_negative() { b"-0" } else { b"0" });
-        return;
-    }
-    let sci = format!("{:.*e}", p - 1, num);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    let text = if exp < -4 || exp >= p as i32 {
-        format!("{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs())
-    } else {
-        trim(&format!("{:.*}", (p as i32 - 1 - exp) as usize, num))
-    };
-    out.extend_from_slice(text.as_bytes());
 }
 
 // ---------------------------------------------------------------- decoding
@@ -657,7 +632,7 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Token {
         let index = self.pos;
-        match strtod(self.data.get(self.pos..).unwrap_or_default()) {
+        match crate::util::strtod_prefix(self.data.get(self.pos..).unwrap_or_default()) {
             Some((n, used)) => {
                 self.pos += used;
                 Token { tok: Tok::Num(n), index }
@@ -739,110 +714,4 @@ impl Parser<'_> {
         self.pos += escape_len;
         true
     }
-}
-
-/// glibc `strtod` on the start of `s` (which does not begin with whitespace): decimal and hex
-/// numbers, `inf`/`infinity`/`nan`/`nan(...)` in any case. Returns the value and bytes used.
-fn strtod(s: &[u8]) -> Option<(f64, usize)> {
-    let at = |i: usize| s.get(i).copied().unwrap_or(0);
-    let starts_ci = |i: usize, w: &[u8]| s.get(i..i + w.len()).is_some_and(|x| x.eq_ignore_ascii_case(w));
-    let sign_len = usize::from(matches!(at(0), b'+' | b'-'));
-    let neg = at(0) == b'-';
-    let signed = |v: f64| if neg { -v } else { v };
-    let mut i = sign_len;
-    if starts_ci(i, b"inf") {
-        let len = if starts_ci(i, b"infinity") { 8 } else { 3 };
-        return Some((signed(f64::INFINITY), i + len));
-    }
-    if starts_ci(i, b"nan") {
-        i += 3;
-        if at(i) == b'(' {
-            let close = (i + 1..s.len()).find(|&j| !(at(j).is_ascii_alphanumeric() || at(j) == b'_'));
-            if let Some(j) = close.filter(|&j| at(j) == b')') {
-                i = j + 1;
-            }
-        }
-        return Some((signed(f64::NAN), i));
-    }
-    if at(i) == b'0' && at(i + 1) | 0x20 == b'x' && (at(i + 2).is_ascii_hexdigit() || at(i + 2) == b'.' && at(i + 3).is_ascii_hexdigit()) {
-        let (v, end) = hex_float(s, i + 2);
-        return Some((signed(v), end));
-    }
-    let digits = |mut j: usize| {
-        while at(j).is_ascii_digit() {
-            j += 1;
-        }
-        j
-    };
-    let int_end = digits(i);
-    let mut end = int_end;
-    let mut frac_digits = 0;
-    if at(end) == b'.' {
-        let frac_end = digits(end + 1);
-        frac_digits = frac_end - end - 1;
-        end = frac_end;
-    }
-    if int_end == i && frac_digits == 0 {
-        return None;
-    }
-    if at(end) | 0x20 == b'e' {
-        let exp_start = end + 1 + usize::from(matches!(at(end + 1), b'+' | b'-'));
-        let exp_end = digits(exp_start);
-        if exp_end > exp_start {
-            end = exp_end;
-        }
-    }
-    let text = std::str::from_utf8(&s[sign_len..end]).ok()?;
-    let v: f64 = text.parse().ok()?; // Rust takes every form scanned above ("1.", ".5", "1.e5")
-    Some((signed(v), end))
-}
-
-/// Hex digits `[.digits][p[+-]digits]` from `i`: 60 significant bits plus a sticky bit, so
-/// the conversion rounds to nearest like glibc.
-fn hex_float(s: &[u8], mut i: usize) -> (f64, usize) {
-    let at = |i: usize| s.get(i).copied().unwrap_or(0);
-    let (mut mant, mut exp, mut sticky, mut seen_point) = (0u64, 0i64, false, false);
-    loop {
-        let c = at(i);
-        if c == b'.' && !seen_point {
-            seen_point = true;
-        } else if let Some(d) = (c as char).to_digit(16) {
-            if mant >> 56 == 0 {
-                mant = mant << 4 | d as u64;
-                exp -= if seen_point { 4 } else { 0 };
-            } else {
-                sticky |= d != 0;
-                exp += if seen_point { 0 } else { 4 };
-            }
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if at(i) | 0x20 == b'p' {
-        let neg = at(i + 1) == b'-';
-        let start = i + 1 + usize::from(matches!(at(i + 1), b'+' | b'-'));
-        let mut j = start;
-        let mut e: i64 = 0;
-        while at(j).is_ascii_digit() {
-            e = (e * 10 + (at(j) - b'0') as i64).min(1 << 20);
-            j += 1;
-        }
-        if j > start {
-            exp += if neg { -e } else { e };
-            i = j;
-        }
-    }
-    let mut v = (mant | sticky as u64) as f64;
-    while exp > 0 && v.is_finite() && v != 0.0 {
-        let step = exp.min(1000);
-        v *= 2f64.powi(step as i32);
-        exp -= step;
-    }
-    while exp < 0 && v != 0.0 {
-        let step = (-exp).min(1000);
-        v *= 2f64.powi(-step as i32);
-        exp += step;
-    }
-    (v, i)
 }

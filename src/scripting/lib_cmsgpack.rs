@@ -20,6 +20,7 @@
 //! - Error texts, including `luaL_argerror` naming (`bad argument #1 to 'unpack'`, `'?'` under
 //!   `pcall`, `calling 'x' on bad self`) and `luaL_error`'s "chunk:line: " prefix of the caller.
 
+use super::convert::c_cast_i64;
 use super::shim::{string_error_fn, type_name};
 use mlua::{Lua, MultiValue, Table, Value};
 
@@ -102,16 +103,6 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
-/// C's `(int64_t)d` on x86-64: truncation, with out-of-range and NaN giving INT64_MIN.
-fn to_i64(d: f64) -> i64 {
-    // i64::MIN as f64 is exactly -2^63; the valid range is [-2^63, 2^63).
-    if d.is_nan() || d < i64::MIN as f64 || d >= -(i64::MIN as f64) {
-        i64::MIN
-    } else {
-        d as i64
-    }
-}
-
 /// `luaL_checkinteger` / `luaL_optinteger` (Redis keeps the full lua_Integer).
 fn int_arg(lua: &Lua, args: &[Value], narg: usize, default: Option<i64>) -> Res<i64> {
     let v = args.get(narg - 1);
@@ -123,7 +114,7 @@ fn int_arg(lua: &Lua, args: &[Value], narg: usize, default: Option<i64>) -> Res<
         None => None,
     };
     match n {
-        Some(n) => Ok(to_i64(n)),
+        Some(n) => Ok(c_cast_i64(n)),
         None => Err(Fail::Arg(narg as i64, format!("number expected, got {}", type_name(v)))),
     }
 }
@@ -163,8 +154,8 @@ fn encode_int(buf: &mut Vec<u8>, n: i64) {
 
 fn encode_number(buf: &mut Vec<u8>, d: f64) {
     // IS_INT64_EQUIVALENT: !isinf(d) && (int64_t)d == d (NaN and out-of-range fail the compare).
-    if !d.is_infinite() && to_i64(d) as f64 == d {
-        encode_int(buf, to_i64(d));
+    if !d.is_infinite() && c_cast_i64(d) as f64 == d {
+        encode_int(buf, c_cast_i64(d));
     } else if (d as f32) as f64 == d {
         buf.push(0xca);
         buf.extend_from_slice(&(d as f32).to_be_bytes());

@@ -21,6 +21,7 @@
 
 use mlua::{Lua, Table, Value, Variadic};
 
+use super::convert::c_cast_i64;
 use super::lib_bit::{arg_error, lua_error, to_number, type_error};
 use super::shim::string_error_fn;
 
@@ -42,22 +43,13 @@ struct Header {
     align: usize,
 }
 
-/// x86-64 `cvttsd2si`: NaN and out-of-range values give `i64::MIN`.
-fn c_to_i64(x: f64) -> i64 {
-    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
-        x as i64
-    } else {
-        i64::MIN
-    }
-}
-
 /// What gcc emits for `(size_t)double` on x86-64 (so 2^64, inf -> 0; NaN, -1 -> huge).
 fn c_to_u64(x: f64) -> u64 {
     const TWO63: f64 = 9_223_372_036_854_775_808.0;
     if x >= TWO63 {
-        (c_to_i64(x - TWO63) as u64) ^ (1 << 63)
+        (c_cast_i64(x - TWO63) as u64) ^ (1 << 63)
     } else {
-        c_to_i64(x) as u64
+        c_cast_i64(x) as u64
     }
 }
 
@@ -160,7 +152,7 @@ fn controloptions(lua: &Lua, opt: u8, fmt: &[u8], at: &mut usize, h: &mut Header
 
 /// `putinteger`: C converts negatives through `long`, the rest straight to `unsigned long`.
 fn putinteger(out: &mut Vec<u8>, n: f64, little: bool, size: usize) {
-    let mut value = if n < 0.0 { c_to_i64(n) as u64 } else { c_to_u64(n) };
+    let mut value = if n < 0.0 { c_cast_i64(n) as u64 } else { c_to_u64(n) };
     let mut buf = [0u8; MAXINTSIZE as usize];
     for i in 0..size {
         let slot = if little { i } else { size - 1 - i };
@@ -258,7 +250,7 @@ fn unpack(lua: &Lua, args: &[Value]) -> Res<Variadic<Value>> {
     // luaL_optinteger, then stored in a size_t.
     let mut pos = match args.get(2) {
         None | Some(Value::Nil) => 1,
-        Some(v) => c_to_i64(to_number(lua, args, 3).ok_or_else(|| type_error(lua, 3, "number", Some(v)))?) as usize,
+        Some(v) => c_cast_i64(to_number(lua, args, 3).ok_or_else(|| type_error(lua, 3, "number", Some(v)))?) as usize,
     };
     if pos == 0 {
         return Err(arg_error(lua, 3, "offset must be 1 or greater"));

@@ -103,6 +103,8 @@ impl ScriptFlags {
 /// One cached script.
 pub struct Script {
     func: Function,
+    /// Its SHA1, lowercase hex (the cache key).
+    pub sha: String,
     pub body: Bytes,
     pub flags: ScriptFlags,
 }
@@ -181,12 +183,12 @@ impl ScriptEngine {
         Ok(ScriptEngine { lua, runner, scripts: HashMap::new(), bodies_bytes: 0, watch })
     }
 
-    /// Compiles and caches `body` (EVAL, SCRIPT LOAD); returns its SHA1. Errors are Redis's
-    /// reply texts.
-    pub fn load(&mut self, body: &[u8]) -> Result<String, String> {
+    /// Compiles and caches `body` (EVAL, SCRIPT LOAD); returns the cached script. Errors are
+    /// Redis's reply texts.
+    pub fn load(&mut self, body: &[u8]) -> Result<&Script, String> {
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
-            return Ok(sha);
+            return self.scripts.get(&sha).ok_or_else(String::new);
         }
         let flags = ScriptFlags::parse(body).map_err(|e| format!("ERR {e}"))?;
         // The shebang line stays as a comment, so line numbers match the user's file.
@@ -199,8 +201,8 @@ impl ScriptEngine {
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_error_text(&e)))?;
         self.bodies_bytes += body.len();
-        self.scripts.insert(sha.clone(), Script { func, body: Bytes::copy_from_slice(body), flags });
-        Ok(sha)
+        let script = Script { func, sha: sha.clone(), body: Bytes::copy_from_slice(body), flags };
+        Ok(self.scripts.entry(sha).or_insert(script))
     }
 
     /// The cached script of `sha` (any case).

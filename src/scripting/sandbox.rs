@@ -180,15 +180,15 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
         match args.len() {
             0 => Ok(r),
             1 => {
-                let u = check_int(&args, 0, "random")?;
+                let u = check_int(lua, &args, 0, "random")?;
                 if u < 1 {
                     return Err("bad argument #1 to 'random' (interval is empty)".into());
                 }
                 Ok((r * u as f64).floor() + 1.0)
             }
             2 => {
-                let l = check_int(&args, 0, "random")?;
-                let u = check_int(&args, 1, "random")?;
+                let l = check_int(lua, &args, 0, "random")?;
+                let u = check_int(lua, &args, 1, "random")?;
                 if l > u {
                     return Err("bad argument #2 to 'random' (interval is empty)".into());
                 }
@@ -198,7 +198,7 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
         }
     })?;
     let randomseed = string_error_fn(lua, |lua, args: Variadic<Value>| {
-        let seed = check_int(&args, 0, "randomseed")?;
+        let seed = check_int(lua, &args, 0, "randomseed")?;
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
             run.rng = super::rand::Lrand48::seeded(seed);
         }
@@ -210,20 +210,11 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// `luaL_checkint`: a number (or a numeric string), cast to int.
-fn check_int(args: &[Value], i: usize, fname: &str) -> Result<i32, String> {
-    let n = match args.get(i) {
-        Some(Value::Integer(n)) => *n as f64,
-        Some(Value::Number(n)) => *n,
-        Some(Value::String(s)) => match s.to_str().ok().and_then(|s| s.trim().parse::<f64>().ok()) {
-            Some(n) => n,
-            None => return Err(format!("bad argument #{} to '{fname}' (number expected, got string)", i + 1)),
-        },
-        other => {
-            let got = other.map(|v| v.type_name()).unwrap_or("no value");
-            return Err(format!("bad argument #{} to '{fname}' (number expected, got {got})", i + 1));
-        }
-    };
-    Ok(n as i64 as i32)
+fn check_int(lua: &Lua, args: &[Value], i: usize, fname: &str) -> Result<i32, String> {
+    match args.get(i).and_then(|v| lua.coerce_number(v.clone()).ok().flatten()) {
+        Some(n) => Ok(n as i64 as i32),
+        None => Err(format!("bad argument #{} to '{fname}' (number expected, got {})", i + 1, super::shim::type_name(args.get(i)))),
+    }
 }
 
 /// Makes the globals, every table reachable from them and their metatables, and the string

@@ -1,0 +1,175 @@
+//! What follows every command, a client's or a script's (`Executor::run_command`): watched
+//! keys and FLUSH/SWAPDB wipes, blocked clients on written keys, keys that expired meanwhile,
+//! MONITOR lines, keyspace events, and the slow log.
+
+use bytes::Bytes;
+
+use super::Executor;
+use crate::commands::{self, CommandSpec, Flag};
+use crate::db::Keyspace;
+use crate::protocol::encode_reply;
+use crate::state::{Client, SlowLogEntry};
+
+impl Executor {
+    /// Sends a command line to every MONITOR client (not admin commands, as Redis).
+    pub(super) fn feed_monitors(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
+        if self.server.monitors.is_empty() || cmd.has(Flag::Admin) || cmd.has(Flag::SkipMonitor) {
+            return;
+        }
+        let addr = if client.in_script { "lua" } else { client.addr.as_str() };
+        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, addr, args);
+        for id in self.server.monitors.clone() {
+            if let Some(m) = self.server.clients.get_mut(&id) {
+                encode_reply(&line, m.proto, &mut m.out);
+                self.touched.push(id);
+            }
+        }
+    }
+
+    /// After a command changed data: its keys may wake blocked clients and abort watchers'
+    /// transactions.
+    pub(super) fn signal_modified(&mut self, client: &mut Client, cmd: &CommandSpec, args: &[Bytes]) {
+        if self.server.watchers.is_empty() && self.blocking.is_empty() {
+            // Nobody to tell: the common case costs nothing.
+            self.server.also_modified.clear();
+            return;
+        }
+        let db = client.db;
+        let mut extra = std::mem::take(&mut self.server.also_modified);
+        for pos in cmd.key_positions(args.len()) {
+            extra.push((db, args[pos].clone()));
+        }
+        for (db, key) in extra {
+            if !self.server.watchers.is_empty() {
+                self.touch_watched(client, db, &key);
+            }
+            if !self.blocking.is_empty() {
+                self.signal_key(db, key);
+            }
+        }
+    }
+
+    /// Keys deleted by expiry during the last command abort their watchers' transactions.
+    pub(super) fn signal_expired(&mut self, client: &mut Client) {
+        if self.server.watchers.is_empty() {
+            self.expired_seen = self.ks.expired.len();
+            return;
+        }
+        let mut fresh: Vec<(usize, Bytes)> = self.ks.expired[self.expired_seen..].to_vec();
+        self.expired_seen = self.ks.expired.len();
+        // Evicted keys change under their watchers too (published and cleared just after).
+        fresh.extend(self.ks.evicted.iter().cloned());
+        for (db, key) in fresh {
+            self.touch_watched(client, db, &key);
+        }
+    }
+
+    /// Publishes the keyspace events of the last command, and of keys that expired or were
+    /// evicted meanwhile.
+    pub(super) fn publish_events(&mut self, client: &mut Client) {
+        let flags = self.server.notify_flags;
+        self.ks.track_misses = flags & crate::notify::KEY_MISS != 0;
+        if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
+            self.server.notifications.clear();
+            self.ks.key_misses.clear();
+            return;
+        }
+        // What happened before or during the command's lookups comes first, as in Redis:
+        // evictions (before the command), then lazy expirations and misses, then the
+        // command's own events.
+        let mut events = Vec::new();
+        if flags & crate::notify::EVICTED != 0 {
+            for (db, key) in &self.ks.evicted {
+                events.push(crate::notify::Notification { class: crate::notify::EVICTED, event: "evicted", db: *db, key: key.clone() });
+            }
+        }
+        self.ks.evicted.clear();
+        if flags & crate::notify::EXPIRED != 0 {
+            for (db, key) in &self.ks.expired[self.expired_notified..] {
+                events.push(crate::notify::Notification { class: crate::notify::EXPIRED, event: "expired", db: *db, key: key.clone() });
+            }
+        }
+        self.expired_notified = self.ks.expired.len();
+        for (db, key) in std::mem::take(&mut self.ks.key_misses) {
+            events.push(crate::notify::Notification { class: crate::notify::KEY_MISS, event: "keymiss", db, key });
+        }
+        if events.is_empty() && self.server.notifications.is_empty() {
+            return;
+        }
+        events.append(&mut self.server.notifications);
+        self.server.notifications = events;
+        commands::pubsub::publish_notifications(&mut self.server, Some(client));
+        self.touched.append(&mut self.server.pushed);
+    }
+
+    /// Marks every client watching (db, key), the running one included.
+    pub(super) fn touch_watched(&mut self, current: &mut Client, db: usize, key: &Bytes) {
+        let Some(ids) = self.server.watchers.get(&(db, key.clone())) else { return };
+        for id in ids.clone() {
+            if id == current.id {
+                current.cas_dirty = true;
+            } else if let Some(c) = self.server.clients.get_mut(&id) {
+                c.cas_dirty = true;
+            }
+        }
+    }
+
+    /// FLUSHDB, FLUSHALL and SWAPDB change every key of a database: the watched keys that
+    /// exist there now are the ones they touch (as Redis's touchAllWatchedKeysInDb).
+    pub(super) fn watched_keys_wiped_by(&mut self, cmd: &CommandSpec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
+        if self.server.watchers.is_empty() {
+            return Vec::new();
+        }
+        let dbs: Vec<usize> = match cmd.name {
+            "flushdb" => vec![db],
+            "flushall" => (0..self.ks.dbs.len()).collect(),
+            "swapdb" => args[1..].iter().filter_map(|a| crate::util::parse_i64(a)).filter(|&i| i >= 0).map(|i| i as usize).collect(),
+            _ => return Vec::new(),
+        };
+        let watched: Vec<(usize, Bytes)> = self.server.watchers.keys().cloned().collect();
+        let now = self.now_ms;
+        let live = |ks: &Keyspace, d: usize, key: &Bytes| {
+            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at.is_none_or(|at| at > now))
+        };
+        watched
+            .into_iter()
+            .filter(|(wdb, key)| {
+                // SWAPDB changes a key that exists on either side of the swap.
+                let sides: &[usize] = if cmd.name == "swapdb" { &dbs } else { std::slice::from_ref(wdb) };
+                dbs.contains(wdb) && sides.iter().any(|&d| live(&self.ks, d, key))
+            })
+            .collect()
+    }
+
+    pub(super) fn slowlog_record(&mut self, client: &Client, args: &[Bytes], duration_us: u64) {
+        let threshold = self.server.slowlog_threshold_us;
+        if threshold < 0 || (duration_us as i64) < threshold {
+            return;
+        }
+        // Like Redis: at most 32 arguments, each cut to 128 bytes.
+        let mut logged: Vec<Bytes> = Vec::with_capacity(args.len().min(32));
+        for (i, a) in args.iter().enumerate() {
+            if i == 31 && args.len() > 32 {
+                logged.push(Bytes::from(format!("... ({} more arguments)", args.len() - 31)));
+                break;
+            }
+            if a.len() > 128 {
+                logged.push(Bytes::from([&a[..128], format!("... ({} more bytes)", a.len() - 128).as_bytes()].concat()));
+            } else {
+                logged.push(a.clone());
+            }
+        }
+        let entry = SlowLogEntry {
+            id: self.server.slowlog_next_id,
+            time: self.now_ms / 1000,
+            duration_us,
+            args: logged,
+            addr: client.addr.clone(),
+            name: client.name.clone().unwrap_or_default(),
+        };
+        self.server.slowlog_next_id += 1;
+        self.server.slowlog.push_front(entry);
+        let max = self.server.config.get_int("slowlog-max-len").max(0) as usize;
+        self.server.slowlog.truncate(max);
+    }
+}
