@@ -181,6 +181,15 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
             return Dispatch::Answered(bytes);
         }
     }
+    // While the log loads, the executor is busy replaying it: the task answers, as Redis
+    // answers every command during loading.
+    if protocol_error.is_none() && exec.limits.loading.load(Ordering::Acquire) && flags.inflight.load(Ordering::Acquire) == 0 {
+        let mut bytes = Vec::new();
+        for _ in &cmds {
+            bytes.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
+        }
+        return Dispatch::Answered(bytes);
+    }
     let last = protocol_error.is_some();
     // Counted before sending, so the executor's decrement can never come first.
     flags.inflight.fetch_add(1, Ordering::AcqRel);

@@ -34,6 +34,8 @@ pub struct SharedLimits {
     /// Whether a password is set: a new connection starts unauthenticated only then, and the
     /// connection task must know before its first read (it picks the frame limits).
     pub auth_required: AtomicBool,
+    /// The dataset is being loaded: connection tasks answer LOADING.
+    pub loading: AtomicBool,
 }
 
 impl SharedLimits {
@@ -44,6 +46,7 @@ impl SharedLimits {
             maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
             connected: AtomicU64::new(0),
             auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
+            loading: AtomicBool::new(false),
         }
     }
 
@@ -119,6 +122,8 @@ pub struct Client {
     pub script_call: Option<crate::commands::scripting::ScriptCall>,
     /// While a script runs commands through this client (SORT sorts sets, MONITOR says `lua`).
     pub in_script: bool,
+    /// Replies of this client's commands wait for their log records to be written.
+    pub awaiting_log: bool,
     /// WATCHed (db, key) pairs.
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
@@ -190,6 +195,7 @@ impl Client {
             exec_requested: false,
             script_call: None,
             in_script: false,
+            awaiting_log: false,
             watched: Vec::new(),
             cas_dirty: false,
             reply_off: false,
@@ -298,6 +304,10 @@ pub struct ServerState {
     pub executable: String,
     /// Set by SHUTDOWN: the executor finishes the batch, then stops.
     pub shutdown: Option<ShutdownRequest>,
+    /// A log operation a handler asked the executor for (BGREWRITEAOF, DEBUG RELOAD...).
+    pub persist_request: Option<PersistRequest>,
+    /// The log's figures for INFO (None: `appendonly no`).
+    pub aof_info: Option<crate::aof::AofInfo>,
     /// Clients to disconnect after this batch (CLIENT KILL).
     pub kill_list: Vec<ClientId>,
     /// CLIENT PAUSE: until when, and whether all commands (or only writes) wait.
@@ -348,6 +358,19 @@ pub struct PubSubRegistry {
     pub shard_channels: HashMap<Bytes, Vec<ClientId>>,
 }
 
+/// Work on the log that only the executor can do; the handler leaves it here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistRequest {
+    /// BGREWRITEAOF.
+    Rewrite,
+    /// DEBUG RELOAD: rewrite, then load the files again.
+    Reload,
+    /// DEBUG LOADAOF: flush the log, then load the files again.
+    LoadAof,
+    /// CONFIG SET appendonly/appendfsync: open, close or retune the log.
+    Reconfigure,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownRequest {
     pub save: bool,
@@ -383,6 +406,8 @@ impl ServerState {
             run_id,
             executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             shutdown: None,
+            persist_request: None,
+            aof_info: None,
             kill_list: Vec::new(),
             watchers: HashMap::new(),
             pause: None,

@@ -52,7 +52,7 @@ IMMUTABLE = {"databases", "daemonize", "io-threads", "io-threads-do-reads", "pid
              "appendfilename", "tcp-backlog", "cluster-port", "set-proc-title", "proc-title-template",
              "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings",
              "jemalloc-bg-thread"}
-DEFAULTS = {"bind": "127.0.0.1 -::1", "enable-debug-command": "local", "daemonize": "no", "dir": "", "port": "6379",
+DEFAULTS = {"appendonly": "yes", "bind": "127.0.0.1 -::1", "enable-debug-command": "local", "daemonize": "no", "dir": "", "port": "6379",
             "save": "3600 1 300 100 60 10000", "pidfile": "", "client-output-buffer-limit":
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
 

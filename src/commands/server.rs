@@ -151,11 +151,25 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             );
         }
         "persistence" => {
+            let aof = s.aof_info.clone();
             let _ = write!(
                 out,
-                "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
-                s.dirty, s.lastsave
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                s.dirty,
+                s.lastsave,
+                aof.is_some() as u8,
+                aof.as_ref().map_or(-1, |a| a.last_rewrite_time_sec),
+                if aof.as_ref().is_none_or(|a| a.last_rewrite_ok) { "ok" } else { "err" },
+                aof.as_ref().map_or(0, |a| a.rewrites),
+                if aof.as_ref().is_none_or(|a| a.write_ok) { "ok" } else { "err" },
             );
+            if let Some(a) = aof {
+                let _ = write!(
+                    out,
+                    "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
+                    a.current_size, a.base_size, a.buffer_length, a.pending_fsync as u8
+                );
+            }
         }
         "stats" => {
             let st = &s.stats;
@@ -317,6 +331,7 @@ fn apply(ctx: &mut Ctx<'_>, name: &str) {
         "requirepass" => {
             // Like Redis, a new password does not log anyone out.
         }
+        "appendonly" | "appendfsync" => ctx.server.persist_request = Some(crate::state::PersistRequest::Reconfigure),
         _ => {}
     }
 }
@@ -337,6 +352,15 @@ pub fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 pub fn time(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     let us = crate::clock::now_us();
     Ok(Reply::Array(vec![Reply::bulk_string((us / 1_000_000).to_string()), Reply::bulk_string((us % 1_000_000).to_string())]))
+}
+
+/// ```text
+/// BGREWRITEAOF
+/// ```
+/// The executor does the rewrite once the handler returns.
+pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.persist_request = Some(crate::state::PersistRequest::Rewrite);
+    Ok(Reply::NoReply)
 }
 
 /// ```text
@@ -445,6 +469,21 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ("set-active-expire", 3) => {
             ctx.server.active_expire_enabled = crate::util::parse_i64(&args[2]).unwrap_or(1) != 0;
             Ok(Reply::OK)
+        }
+        ("digest", 2) => Ok(Reply::Status(crate::db::digest::dataset_digest(ctx.ks).into())),
+        ("digest-value", _) => {
+            let db = ctx.db();
+            Ok(Reply::Array(
+                args[2..].iter().map(|k| Reply::Status(crate::db::digest::value_digest(ctx.ks.db(db).peek(k)).into())).collect(),
+            ))
+        }
+        ("reload", _) => {
+            ctx.server.persist_request = Some(crate::state::PersistRequest::Reload);
+            Ok(Reply::NoReply)
+        }
+        ("loadaof", 2) => {
+            ctx.server.persist_request = Some(crate::state::PersistRequest::LoadAof);
+            Ok(Reply::NoReply)
         }
         ("object", 3) => {
             let db = ctx.db();

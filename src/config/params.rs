@@ -27,7 +27,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "appenddirname", aliases: &[], kind: Kind::Str, default: "appendonlydir", mutable: false },
     Param { name: "appendfilename", aliases: &[], kind: Kind::Str, default: "appendonly.aof", mutable: false },
     Param { name: "appendfsync", aliases: &[], kind: Kind::Enum(&["everysec", "always", "no"]), default: "everysec", mutable: true },
-    Param { name: "appendonly", aliases: &[], kind: Kind::Bool, default: "no", mutable: true },
+    Param { name: "appendonly", aliases: &[], kind: Kind::Bool, default: "yes", mutable: true },
     Param { name: "auto-aof-rewrite-min-size", aliases: &[], kind: Kind::Memory, default: "67108864", mutable: true },
     Param { name: "auto-aof-rewrite-percentage", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "100", mutable: true },
     Param { name: "bgsave_cpulist", aliases: &[], kind: Kind::Str, default: "", mutable: false },

@@ -149,7 +149,7 @@ impl Keyspace {
             };
             self.dbs[db].remove(&key);
             self.stats.evicted_keys += 1;
-            self.evicted.push((db, key));
+            self.note_evicted(db, key);
             evicted += 1;
             if evicted.is_multiple_of(CHECK_EVERY) && start.elapsed() > TIME_LIMIT {
                 return true;

@@ -4,6 +4,7 @@
 //! Every deletion caused by expiry is recorded in `expired` so the executor can propagate it
 //! (to the log and replicas) as a `DEL`, the way Redis propagates expirations.
 
+pub mod digest;
 pub mod evict;
 pub mod hash;
 pub mod list;
@@ -293,6 +294,10 @@ pub struct Keyspace {
     pub track_misses: bool,
     /// Keys a read lookup missed since the executor last drained this: (db, key).
     pub key_misses: Vec<(usize, Bytes)>,
+    /// Whether deletions by expiry and eviction are queued in `deletions` for the log.
+    pub log_deletions: bool,
+    /// Keys expired or evicted since the log last drained this: each becomes a DEL record.
+    pub deletions: Vec<(usize, Bytes)>,
     /// LFU tuning used when lookups touch a key (the owner of the configuration keeps it
     /// in step with `lfu-log-factor` and `lfu-decay-time`).
     pub lfu: LfuParams,
@@ -321,6 +326,8 @@ impl Keyspace {
             passive_expiry: false,
             track_misses: false,
             key_misses: Vec::new(),
+            log_deletions: false,
+            deletions: Vec::new(),
             lfu: LfuParams::default(),
             rng: 0x2545_F491_4F6C_DD1D,
             evict_pool: evict::EvictionPool::default(),
@@ -336,7 +343,21 @@ impl Keyspace {
         x
     }
 
-    /// Records an access to an existing entry (LRU clock and LFU counter).
+    fn note_expired(&mut self, db: usize, key: Bytes) {
+        if self.log_deletions {
+            self.deletions.push((db, key.clone()));
+        }
+        self.expired.push((db, key));
+    }
+
+    /// Records a deletion by eviction (for events and for the log).
+    pub fn note_evicted(&mut self, db: usize, key: Bytes) {
+        if self.log_deletions {
+            self.deletions.push((db, key.clone()));
+        }
+        self.evicted.push((db, key));
+    }
+
     pub fn db(&self, index: usize) -> &Db {
         &self.dbs[index]
     }
@@ -357,7 +378,7 @@ impl Keyspace {
         if !self.passive_expiry {
             self.dbs[db].remove(key);
             self.stats.expired_keys += 1;
-            self.expired.push((db, Bytes::copy_from_slice(key)));
+            self.note_expired(db, Bytes::copy_from_slice(key));
         }
         true
     }
@@ -371,7 +392,7 @@ impl Keyspace {
             if !self.passive_expiry {
                 self.dbs[db].remove(key);
                 self.stats.expired_keys += 1;
-                self.expired.push((db, Bytes::copy_from_slice(key)));
+                self.note_expired(db, Bytes::copy_from_slice(key));
             }
             return None;
         }
@@ -450,7 +471,7 @@ impl Keyspace {
                     if self.dbs[db].peek(&key).is_some_and(|e| Db::is_expired(e, now_ms)) {
                         self.dbs[db].remove(&key);
                         self.stats.expired_keys += 1;
-                        self.expired.push((db, key));
+                        self.note_expired(db, key);
                         expired_here += 1;
                     }
                 }

@@ -15,6 +15,7 @@
 mod after_command;
 mod blocking;
 mod inbox;
+mod persist;
 mod script;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -91,6 +92,20 @@ pub struct Executor {
     inbox: Option<std::rc::Rc<inbox::Inbox>>,
     /// What the last script did (the AOF builds on it).
     pub last_script_outcome: Option<crate::scripting::ScriptOutcome>,
+    /// The durable log (`appendonly yes`).
+    pub aof: Option<crate::aof::Aof>,
+    /// Log records of the running top-level command (see persist.rs).
+    pending: Vec<persist::Pending>,
+    /// Depth of `execute` calls (EXEC runs its commands through it again).
+    exec_depth: usize,
+    /// Replaying the log: nothing is logged, nothing expires, no eviction.
+    loading: bool,
+    /// The frozen time of the script record being replayed.
+    replay_time_ms: Option<i64>,
+    /// Script SHA1s the loaded log epoch holds.
+    loaded_epoch: std::collections::HashSet<String>,
+    /// Clients whose replies wait for a failed log write to succeed.
+    held: Vec<ClientId>,
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -121,6 +136,13 @@ impl Executor {
             expired_notified: 0,
             last_script_outcome: None,
             inbox: None,
+            aof: None,
+            pending: Vec::new(),
+            exec_depth: 0,
+            loading: false,
+            replay_time_ms: None,
+            loaded_epoch: Default::default(),
+            held: Vec::new(),
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -143,6 +165,10 @@ impl Executor {
     fn run(mut self, rx: Receiver<Request>) {
         let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, self.server.script_watch.clone()));
         self.inbox = Some(inbox.clone());
+        if let Err(e) = self.start_aof() {
+            log::warning(&e);
+            std::process::exit(1);
+        }
         let mut next_cron = Instant::now();
         loop {
             let hz = self.server.hz;
@@ -404,8 +430,19 @@ impl Executor {
     }
 
     /// Resolves, checks and runs one command: the one place where table flags drive the
-    /// generic checks (existence, arity, authentication).
+    /// generic checks (existence, arity, authentication). When a top-level command ends,
+    /// its log records are committed to the log buffer.
     pub fn execute(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
+        self.exec_depth += 1;
+        let reply = self.execute_checked(client, args);
+        self.exec_depth -= 1;
+        if self.exec_depth == 0 && self.logging() && self.commit_pending() {
+            client.awaiting_log = true;
+        }
+        reply
+    }
+
+    fn execute_checked(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
         let cmd = match commands::resolve(args) {
             Resolved::Found(cmd) => cmd,
             Resolved::Unknown => return Self::reject(client, commands::unknown_command_error(args)),
@@ -450,9 +487,15 @@ impl Executor {
         // MULTI every command that would be queued, as Redis does.
         let queues = client.multi.is_some() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset");
         // Eviction runs before every command, as in Redis (a read too may find memory over).
-        let oom = !self.within_maxmemory();
+        let oom = !self.loading && !self.within_maxmemory();
         if oom && (cmd.has(Flag::DenyOom) || queues) && !client.deny_oom_exempt {
             return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
+        }
+        // While the log cannot be written, writes are refused (reads go on).
+        if cmd.has(Flag::Write) && client.multi.is_none() {
+            if let Some(refusal) = self.log_write_refusal() {
+                return Self::reject(client, refusal);
+            }
         }
         // Inside MULTI everything but the transaction commands themselves is queued.
         if let Some(queue) = client.multi.as_mut() {
@@ -469,10 +512,20 @@ impl Executor {
         let start = Instant::now();
         let mut reply = self.run_command(client, cmd, args, true);
         if let Some(call) = client.script_call.take() {
+            let logged = self.logging().then(|| call.clone());
             reply = self.run_script(client, args, call);
+            if let Some(call) = logged {
+                if let Some(outcome) = self.last_script_outcome.take() {
+                    self.log_script(client, args, &call, &outcome);
+                    self.last_script_outcome = Some(outcome);
+                }
+            }
+        }
+        if let Some(request) = self.server.persist_request.take() {
+            reply = self.persist_command(request);
         }
         let elapsed = start.elapsed().as_micros() as u64;
-        if elapsed >= 1000 {
+        if elapsed >= 1000 && !self.loading {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
         }
@@ -501,6 +554,11 @@ impl Executor {
         let elapsed = start.map_or(0, |s| s.elapsed().as_micros() as u64);
         if self.server.dirty != dirty_before {
             self.signal_modified(client, cmd, args);
+            if !client.in_script && self.logging() {
+                self.log_command(client, cmd, args, &reply);
+            }
+        } else if cmd.name.starts_with("script|") && self.logging() {
+            self.log_script_admin(client, cmd, args, &reply);
         }
         for (db, key) in wiped {
             self.touch_watched(client, db, &key);
@@ -581,7 +639,22 @@ impl Executor {
     /// Sends every touched client its replies (one message each), and closes killed ones
     /// (public so benches can drive the executor without sockets).
     pub fn release_replies(&mut self) {
-        // Expiry deletions would be propagated here; nothing consumes them yet.
+        // The batch's records reach the log (and the disk, per appendfsync) before any of
+        // its replies leave; if the write fails, the replies that depend on it wait.
+        if self.logging() {
+            if self.flush_log() {
+                self.touched.append(&mut self.held);
+            } else {
+                let held: Vec<ClientId> =
+                    self.touched.iter().copied().filter(|id| self.server.clients.get(id).is_some_and(|c| c.awaiting_log)).collect();
+                self.touched.retain(|id| !held.contains(id));
+                for id in held {
+                    if !self.held.contains(&id) {
+                        self.held.push(id);
+                    }
+                }
+            }
+        }
         self.ks.expired.clear();
         self.expired_seen = 0;
         self.expired_notified = 0;
@@ -591,6 +664,7 @@ impl Executor {
                 None => continue,
             };
             let Some(client) = self.server.clients.get_mut(&id) else { continue };
+            client.awaiting_log = false;
             let out = std::mem::take(&mut client.out);
             self.server.stats.net_output_bytes += out.len() as u64;
             if client.close_after_reply {
@@ -679,10 +753,23 @@ impl Executor {
             }
         }
         self.expired_seen = 0;
+        if self.logging() {
+            // DELs of actively expired keys; a write that failed is retried; growth may
+            // call for a rewrite.
+            self.commit_pending();
+            if !self.held.is_empty() || self.aof.as_ref().is_some_and(|a| !a.buf.is_empty() || a.write_error.is_some()) {
+                self.release_replies();
+            }
+            self.maybe_auto_rewrite();
+        }
     }
 
     fn shutdown(&mut self) {
         log::warning("User requested shutdown...");
+        if self.aof.is_some() {
+            log::notice("Calling fsync() on the AOF file.");
+            self.close_aof();
+        }
         for client in self.server.clients.values() {
             let _ = client.tx.send(ClientOutput::Close(Vec::new()));
         }

@@ -67,8 +67,8 @@ impl Executor {
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
         let threshold = self.server.busy_threshold_ms;
-        // Time stands still for the whole script.
-        self.now_ms = crate::clock::now_ms();
+        // Time stands still for the whole script (a replayed script's is its record's).
+        self.now_ms = self.replay_time_ms.take().unwrap_or_else(crate::clock::now_ms);
         let time_ms = self.now_ms;
         let (saved_db, saved_proto) = (client.db, client.proto);
         client.in_script = true;
@@ -95,6 +95,9 @@ impl Executor {
         self.server.scripts = Some(engine);
         self.last_script_outcome = Some(outcome);
         if end == RunEnd::Shutdown {
+            // Nothing of this script (nor of the transaction around it) reaches the log.
+            self.last_script_outcome = None;
+            self.pending.clear();
             self.server.shutdown = Some(crate::state::ShutdownRequest { save: false });
             client.close_after_reply = true;
             return Reply::NoReply;
@@ -128,6 +131,9 @@ impl ScriptHost for ScriptBridge<'_> {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
         if write {
+            if let Some(refusal) = self.exec.log_write_refusal() {
+                return refusal;
+            }
             self.write_allowed = true;
         }
         if is_random(cmd) {
@@ -143,7 +149,11 @@ impl ScriptHost for ScriptBridge<'_> {
         }
         if self.exec.server.dirty != dirty_before {
             self.outcome.wrote = true;
-            self.outcome.effects.push(Effect { db, argv, repl });
+            // Effects are kept in their logged form (absolute times, SPOP as SREM...).
+            match super::persist::rewritten(cmd, &argv, &reply, &self.exec.ks, db) {
+                Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
+                None => self.outcome.effects.push(Effect { db, argv, repl }),
+            }
         }
         if SORTED_FOR_SCRIPT.contains(&cmd.name) {
             sort_reply(&mut reply);

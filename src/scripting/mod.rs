@@ -37,6 +37,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Value, VmState};
 use sha1::{Digest, Sha1};
 
+pub use api::REPL_AOF;
 pub use watch::{KillOutcome, ScriptWatch};
 
 use crate::protocol::{ProtocolVersion, Reply};
@@ -225,6 +226,11 @@ impl ScriptEngine {
     pub fn flush(&mut self) -> mlua::Result<()> {
         *self = ScriptEngine::new(self.watch.clone())?;
         Ok(())
+    }
+
+    /// Every cached script (the base snapshot's script table).
+    pub fn scripts(&self) -> impl Iterator<Item = &Script> {
+        self.scripts.values()
     }
 
     pub fn count(&self) -> usize {

@@ -1,0 +1,254 @@
+//! The durable log: the directory of files (manifest, base snapshot, incremental logs), the
+//! record buffer of the current batch, and the writer.
+//!
+//! No keyspace logic lives here: the executor decides what a command contributes (see
+//! `executor/persist.rs`) and hands records to [`Aof::command`]; this module frames them,
+//! tracks the database the log is in (SELECT), and writes and syncs them at the end of each
+//! batch ([`Aof::flush`]) before any reply of the batch leaves.
+
+pub mod file;
+pub mod format;
+pub mod manifest;
+pub mod snapshot;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+pub use file::{Fsync, LogFile};
+use manifest::{FileEntry, Manifest};
+
+/// The files of one AOF directory.
+#[derive(Debug, Clone)]
+pub struct AofDir {
+    pub path: PathBuf,
+    /// `appendfilename`: the prefix of every file name.
+    pub prefix: String,
+    pub manifest: Manifest,
+}
+
+impl AofDir {
+    pub fn new(dir: &Path, dirname: &str, prefix: &str) -> AofDir {
+        AofDir { path: dir.join(dirname), prefix: prefix.to_string(), manifest: Manifest::default() }
+    }
+
+    pub fn manifest_name(&self) -> String {
+        format!("{}.manifest", self.prefix)
+    }
+
+    /// Reads the manifest; `Ok(false)` when there is none (a fresh start).
+    pub fn read_manifest(&mut self) -> Result<bool, String> {
+        let path = self.path.join(self.manifest_name());
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                self.manifest = Manifest::parse(&text).map_err(|e| format!("{e} in {}", path.display()))?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("Can't read the AOF manifest {}: {e}", path.display())),
+        }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn next_seq(&self) -> u64 {
+        let base = self.manifest.base.as_ref().map_or(0, |b| b.seq);
+        let incr = self.manifest.incrs.last().map_or(0, |i| i.seq);
+        base.max(incr) + 1
+    }
+
+    /// Starts a new generation: writes `snapshot` as the new base, creates an empty
+    /// incremental log, switches the manifest atomically, then deletes the old files.
+    /// A crash at any point leaves a directory that loads (old or new generation).
+    pub fn new_generation(&mut self, snapshot: &[u8]) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(&self.path)?;
+        let seq = self.next_seq();
+        let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.prefix), seq };
+        let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.prefix), seq };
+        let tmp = self.file(&format!("temp-{}", base.name));
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(snapshot)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, self.file(&base.name))?;
+        std::fs::File::create(self.file(&incr.name))?.sync_all()?;
+        manifest::sync_dir(&self.path)?;
+        let old = std::mem::replace(&mut self.manifest, Manifest { base: Some(base), incrs: vec![incr.clone()] });
+        if let Err(e) = self.manifest.store(&self.path, &self.manifest_name()) {
+            self.manifest = old;
+            return Err(e);
+        }
+        for f in old.base.iter().chain(old.incrs.iter()) {
+            let _ = std::fs::remove_file(self.file(&f.name));
+        }
+        Ok(self.file(&incr.name))
+    }
+
+    /// Total bytes of the files the manifest names.
+    pub fn total_size(&self) -> u64 {
+        let m = &self.manifest;
+        m.base.iter().chain(m.incrs.iter()).filter_map(|f| std::fs::metadata(self.file(&f.name)).ok()).map(|md| md.len()).sum()
+    }
+}
+
+/// INFO persistence figures.
+#[derive(Debug, Default, Clone)]
+pub struct AofStats {
+    pub rewrites: u64,
+    pub last_rewrite_ms: Option<u64>,
+    pub last_rewrite_ok: bool,
+    /// Total size of the files right after the last rewrite or load (auto-rewrite's base).
+    pub base_size: u64,
+    /// The current incremental file's size when `base_size` was taken.
+    pub incr_at_base: u64,
+}
+
+/// What INFO persistence shows of the log (kept in `ServerState` by the executor).
+#[derive(Debug, Default, Clone)]
+pub struct AofInfo {
+    pub current_size: u64,
+    pub base_size: u64,
+    pub rewrites: u64,
+    pub last_rewrite_time_sec: i64,
+    pub last_rewrite_ok: bool,
+    pub write_ok: bool,
+    pub pending_fsync: bool,
+    pub buffer_length: usize,
+}
+
+/// The open log.
+pub struct Aof {
+    pub dir: AofDir,
+    pub log: LogFile,
+    /// Records of the current batch, not yet written.
+    pub buf: Vec<u8>,
+    /// The database the log's reader is in (None: the next record needs a SELECT).
+    pub selected_db: Option<usize>,
+    /// SHA1s whose body this log epoch holds (base script table, SCRIPT LOAD and EVAL
+    /// records): an EVALSHA of one of them is logged as is, any other as EVAL.
+    pub epoch_scripts: HashSet<String>,
+    /// The last write or fsync error; writes are refused while it stands.
+    pub write_error: Option<String>,
+    pub stats: AofStats,
+    /// Log offset of the start of the current incremental file.
+    pub incr_origin: u64,
+    pub policy: Fsync,
+}
+
+impl Aof {
+    pub fn open(dir: AofDir, incr: &Path, policy: Fsync, incr_origin: u64) -> std::io::Result<Aof> {
+        let log = LogFile::open(incr, policy)?;
+        let base_size = dir.total_size();
+        let incr_size = log.size;
+        Ok(Aof {
+            dir,
+            log,
+            buf: Vec::new(),
+            selected_db: None,
+            epoch_scripts: HashSet::new(),
+            write_error: None,
+            stats: AofStats { base_size, incr_at_base: incr_size, last_rewrite_ok: true, ..AofStats::default() },
+            incr_origin,
+            policy,
+        })
+    }
+
+    /// Appends one record in database `db` (a SELECT first if the log is elsewhere), with
+    /// the frozen time of a script record right before it.
+    pub fn command<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A], time_ms: Option<i64>) {
+        if self.selected_db != Some(db) {
+            format::encode_command(&mut self.buf, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+            self.selected_db = Some(db);
+        }
+        if let Some(ms) = time_ms {
+            format::encode_time(&mut self.buf, ms);
+        }
+        format::encode_command(&mut self.buf, argv);
+    }
+
+    /// The log offset after everything written (the replication offset to come).
+    pub fn offset(&self) -> u64 {
+        self.incr_origin + self.log.size
+    }
+
+    /// Writes the batch's records (closed by a checkpoint) and syncs per the policy. On
+    /// failure the records stay buffered for the next attempt.
+    pub fn flush(&mut self) -> Result<(), String> {
+        if self.buf.is_empty() {
+            return match self.write_error.is_some() {
+                true => self.retry_sync(),
+                false => Ok(()),
+            };
+        }
+        let records_end = self.buf.len();
+        format::encode_checkpoint(&mut self.buf, 0);
+        match self.log.append(&self.buf) {
+            Ok(()) => {
+                self.buf.clear();
+                if self.write_error.take().is_some() {
+                    crate::log::warning("AOF write error looks solved, Vermilion can write again.");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.truncate(records_end);
+                let text = e.to_string();
+                if self.write_error.is_none() {
+                    crate::log::warning(&format!("Error writing to the AOF file: {text}"));
+                }
+                self.write_error = Some(text.clone());
+                Err(text)
+            }
+        }
+    }
+
+    fn retry_sync(&mut self) -> Result<(), String> {
+        match self.log.sync() {
+            Ok(()) => {
+                self.write_error = None;
+                crate::log::warning("AOF write error looks solved, Vermilion can write again.");
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Switches to a new generation whose base is `snapshot` (the caller encodes it with
+    /// the current keyspace and script table, after a flush).
+    pub fn rewrite(&mut self, snapshot: &[u8], scripts: &[(String, Bytes)]) -> std::io::Result<()> {
+        self.log.sync()?;
+        let incr = self.dir.new_generation(snapshot)?;
+        let origin = self.offset();
+        self.log = LogFile::open(&incr, self.policy)?;
+        self.incr_origin = origin;
+        self.selected_db = None;
+        self.epoch_scripts = scripts.iter().map(|(sha, _)| sha.clone()).collect();
+        self.stats.base_size = self.dir.total_size();
+        self.stats.incr_at_base = 0;
+        self.stats.rewrites += 1;
+        Ok(())
+    }
+
+    pub fn info(&self) -> AofInfo {
+        AofInfo {
+            current_size: self.stats.base_size.saturating_sub(self.stats.incr_at_base) + self.log.size,
+            base_size: self.stats.base_size,
+            rewrites: self.stats.rewrites,
+            last_rewrite_time_sec: self.stats.last_rewrite_ms.map_or(-1, |ms| (ms / 1000) as i64),
+            last_rewrite_ok: self.stats.last_rewrite_ok,
+            write_ok: self.write_error.is_none(),
+            pending_fsync: self.log.fsync_in_progress(),
+            buffer_length: self.buf.len(),
+        }
+    }
+
+    pub fn set_policy(&mut self, policy: Fsync) {
+        self.policy = policy;
+        self.log.set_policy(policy);
+    }
+}

@@ -1,0 +1,357 @@
+//! The base snapshot: every key (with its expiry) and the script table, as of one log offset.
+//!
+//! ```text
+//! magic "VMLNSNAP" | version u32 LE | flags u32 LE (0) | log offset u64 LE |
+//! payload length u64 LE | payload (bincode 2, standard config) | CRC-64 u64 LE
+//! ```
+//! The CRC (crc64fast, Jones polynomial as Redis uses) covers every byte before it. The
+//! payload is `scripts: u64 count, then each body as bytes`, then per non-empty database
+//! `db: u32, count: u64, entries`, ended by `u32::MAX`. An entry is `key bytes,
+//! expire Option<i64> (absolute ms), type u8 (Redis's type numbers), value` (see
+//! [`encode_entry`]). Bincode is used only here.
+
+use bytes::Bytes;
+
+use crate::db::hash::{HashLimits, HashValue};
+use crate::db::list::ListValue;
+use crate::db::set::SetValue;
+use crate::db::zset::ZSetValue;
+use crate::db::{Entry, Keyspace};
+use crate::db::{StrEncoding, StrValue, Value};
+
+pub const MAGIC: &[u8; 8] = b"VMLNSNAP";
+pub const VERSION: u32 = 1;
+const HEADER: usize = 8 + 4 + 4 + 8 + 8;
+const END_OF_DBS: u32 = u32::MAX;
+
+const T_STR: u8 = 0;
+const T_LIST: u8 = 1;
+const T_SET: u8 = 2;
+const T_ZSET: u8 = 3;
+const T_HASH: u8 = 4;
+
+fn cfg() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+/// Encoding limits the loaded collections are built with (the server's configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct BuildLimits {
+    pub hash: HashLimits,
+    pub max_intset: u64,
+    pub zset_entries: i64,
+    pub zset_value: i64,
+}
+
+impl Default for BuildLimits {
+    fn default() -> Self {
+        BuildLimits { hash: HashLimits::default(), max_intset: 512, zset_entries: 128, zset_value: 64 }
+    }
+}
+
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn put<T: bincode::Encode + ?Sized>(&mut self, v: &T) {
+        // Writing into a Vec cannot fail.
+        let _ = bincode::encode_into_std_write(v, &mut self.0, cfg());
+    }
+}
+
+/// Serializes one key's value (the unit of work of an incremental rewrite).
+pub fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    let mut e = Enc(std::mem::take(out));
+    e.put(key);
+    e.put(&entry.expire_at);
+    match &entry.value {
+        Value::Str(s) => {
+            e.put(&T_STR);
+            e.put(&(s.enc as u8));
+            e.put(&s.data[..]);
+        }
+        Value::List(l) => {
+            e.put(&T_LIST);
+            e.put(&(l.len() as u64));
+            for item in l.iter() {
+                e.put(&item[..]);
+            }
+        }
+        Value::Set(s) => {
+            e.put(&T_SET);
+            e.put(&(s.len() as u64));
+            for m in s.iter() {
+                e.put(&m[..]);
+            }
+        }
+        Value::ZSet(z) => {
+            e.put(&T_ZSET);
+            e.put(&(z.len() as u64));
+            for (m, score) in z.iter() {
+                e.put(&m[..]);
+                e.put(&score);
+            }
+        }
+        Value::Hash(h) => {
+            e.put(&T_HASH);
+            e.put(&(h.len() as u64));
+            for (f, v) in h.iter() {
+                e.put(&f[..]);
+                e.put(&v[..]);
+            }
+        }
+    }
+    *out = e.0;
+}
+
+/// Writes a whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`.
+pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
+    let mut payload = Enc(Vec::new());
+    payload.put(&(scripts.len() as u64));
+    for s in scripts {
+        payload.put(&s[..]);
+    }
+    for (i, db) in ks.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        payload.put(&(i as u32));
+        payload.put(&(db.len() as u64));
+        for (key, entry) in db.iter() {
+            encode_entry(&mut payload.0, key, entry);
+        }
+    }
+    payload.put(&END_OF_DBS);
+    assemble(&payload.0, log_offset)
+}
+
+/// Header + payload + CRC.
+pub fn assemble(payload: &[u8], log_offset: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + payload.len() + 8);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&log_offset.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = super::format::crc(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// What a snapshot holds.
+pub struct Loaded {
+    pub log_offset: u64,
+    pub scripts: Vec<Bytes>,
+    pub keys: usize,
+}
+
+/// Why a snapshot does not load, with the byte offset where it goes wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotError {
+    pub offset: usize,
+    pub reason: String,
+}
+
+struct Dec<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Dec<'a> {
+    fn err(&self, reason: &str) -> SnapshotError {
+        SnapshotError { offset: self.pos, reason: reason.into() }
+    }
+
+    fn get<T: bincode::Decode<()>>(&mut self) -> Result<T, SnapshotError> {
+        let (v, n) = bincode::decode_from_slice::<T, _>(&self.data[self.pos..], cfg())
+            .map_err(|e| self.err(&format!("undecodable payload ({e})")))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], SnapshotError> {
+        let (v, n) = bincode::borrow_decode_from_slice::<&'a [u8], _>(&self.data[self.pos..], cfg())
+            .map_err(|e| self.err(&format!("undecodable payload ({e})")))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    /// A count, bounded by the bytes left (every element takes at least one byte), so a
+    /// garbage count never makes a huge allocation.
+    fn count(&mut self) -> Result<usize, SnapshotError> {
+        let n: u64 = self.get()?;
+        if n > (self.data.len() - self.pos) as u64 {
+            return Err(self.err("count larger than the data"));
+        }
+        Ok(n as usize)
+    }
+
+    fn value(&mut self, limits: &BuildLimits) -> Result<Value, SnapshotError> {
+        let at = self.pos;
+        let tag: u8 = self.get()?;
+        Ok(match tag {
+            T_STR => {
+                let enc = match self.get::<u8>()? {
+                    0 => StrEncoding::Auto,
+                    1 => StrEncoding::Raw,
+                    _ => StrEncoding::NotInt,
+                };
+                Value::Str(StrValue { data: self.bytes()?.to_vec(), enc })
+            }
+            T_LIST => {
+                let mut l = ListValue::new();
+                for _ in 0..self.count()? {
+                    l.push_back(Bytes::copy_from_slice(self.bytes()?));
+                }
+                Value::List(Box::new(l))
+            }
+            T_SET => {
+                let n = self.count()?;
+                let mut s: Option<SetValue> = None;
+                for _ in 0..n {
+                    let m = self.bytes()?;
+                    s.get_or_insert_with(|| SetValue::for_member(m)).add(m, limits.max_intset);
+                }
+                Value::Set(Box::new(s.unwrap_or_default()))
+            }
+            T_ZSET => {
+                let mut z = ZSetValue::new();
+                for _ in 0..self.count()? {
+                    let m = self.bytes()?;
+                    let score: f64 = self.get()?;
+                    if score.is_nan() {
+                        return Err(SnapshotError { offset: at, reason: "NaN score".into() });
+                    }
+                    if z.score(m).is_some() {
+                        z.update(m, score);
+                    } else {
+                        z.insert(m, score, limits.zset_entries, limits.zset_value);
+                    }
+                }
+                Value::ZSet(Box::new(z))
+            }
+            T_HASH => {
+                let mut h = HashValue::new();
+                for _ in 0..self.count()? {
+                    let f = self.bytes()?;
+                    let v = self.bytes()?;
+                    h.set(f, Bytes::copy_from_slice(v), limits.hash);
+                }
+                Value::Hash(Box::new(h))
+            }
+            _ => return Err(SnapshotError { offset: at, reason: format!("unknown value type {tag}") }),
+        })
+    }
+}
+
+/// Checks the frame (magic, version, length, CRC) and returns the payload's bounds.
+pub fn check_frame(data: &[u8]) -> Result<(u64, std::ops::Range<usize>), SnapshotError> {
+    let bad = |offset: usize, reason: &str| Err(SnapshotError { offset, reason: reason.into() });
+    if data.len() < HEADER + 8 {
+        return bad(data.len(), "file too short for a snapshot");
+    }
+    if &data[..8] != MAGIC {
+        return bad(0, "not a Vermilion snapshot (bad magic)");
+    }
+    let word = |at: usize| u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+    let long = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap_or([0; 8]));
+    let version = word(8);
+    if version == 0 || version > VERSION {
+        return bad(8, &format!("snapshot format version {version} is not supported (this server reads 1 to {VERSION})"));
+    }
+    let log_offset = long(16);
+    let len = long(24);
+    if len != (data.len() - HEADER - 8) as u64 {
+        return bad(24, "payload length does not match the file size");
+    }
+    let end = data.len() - 8;
+    if super::format::crc(&data[..end]) != long(end) {
+        return bad(end, "CRC-64 mismatch");
+    }
+    Ok((log_offset, HEADER..end))
+}
+
+/// Decodes a snapshot, inserting every key into `ks`.
+pub fn decode(data: &[u8], ks: &mut Keyspace, limits: &BuildLimits) -> Result<Loaded, SnapshotError> {
+    let databases = ks.dbs.len();
+    decode_with(data, limits, databases, |db, key, value, expire_at| ks.db_mut(db).insert(key, value, expire_at, 0))
+}
+
+/// Checks a whole snapshot (frame and payload) without keeping anything.
+pub fn validate(data: &[u8]) -> Result<Loaded, SnapshotError> {
+    decode_with(data, &BuildLimits::default(), u32::MAX as usize, |_, _, _, _| {})
+}
+
+/// Decodes a snapshot, handing every key to `sink` (database, key, value, expiry).
+pub fn decode_with(
+    data: &[u8],
+    limits: &BuildLimits,
+    databases: usize,
+    mut sink: impl FnMut(usize, Bytes, Value, Option<i64>),
+) -> Result<Loaded, SnapshotError> {
+    let (log_offset, range) = check_frame(data)?;
+    let mut d = Dec { data: &data[..range.end], pos: range.start };
+    let mut scripts = Vec::new();
+    for _ in 0..d.count()? {
+        scripts.push(Bytes::copy_from_slice(d.bytes()?));
+    }
+    let mut keys = 0;
+    loop {
+        let at = d.pos;
+        let db: u32 = d.get()?;
+        if db == END_OF_DBS {
+            break;
+        }
+        if db as usize >= databases {
+            return Err(SnapshotError { offset: at, reason: format!("database {db} out of range (databases {databases})") });
+        }
+        for _ in 0..d.count()? {
+            let key = Bytes::copy_from_slice(d.bytes()?);
+            let expire_at: Option<i64> = d.get()?;
+            let value = d.value(limits)?;
+            sink(db as usize, key, value, expire_at);
+            keys += 1;
+        }
+    }
+    if d.pos != range.end {
+        return Err(d.err("trailing bytes after the last database"));
+    }
+    Ok(Loaded { log_offset, scripts, keys })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_type() {
+        let mut ks = Keyspace::new(16);
+        let db = ks.db_mut(3);
+        db.insert(Bytes::from_static(b"s"), Value::string("hello"), Some(123), 0);
+        let mut l = ListValue::new();
+        l.push_back(Bytes::from_static(b"a"));
+        l.push_back(Bytes::from_static(b"b"));
+        db.insert(Bytes::from_static(b"l"), Value::List(Box::new(l)), None, 0);
+        let mut z = ZSetValue::new();
+        z.insert(b"m", 1.5, 128, 64);
+        db.insert(Bytes::from_static(b"z"), Value::ZSet(Box::new(z)), None, 0);
+        let bytes = encode(&ks, &[Bytes::from_static(b"return 1")], 42);
+        let mut back = Keyspace::new(16);
+        let loaded = decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
+        assert_eq!((loaded.log_offset, loaded.keys, loaded.scripts.len()), (42, 3, 1));
+        assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at)), Some((Value::string("hello"), Some(123))));
+        assert_eq!(back.db(3).peek(b"l").map(|e| e.value.clone()), ks.db(3).peek(b"l").map(|e| e.value.clone()));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_refused() {
+        let mut ks = Keyspace::new(16);
+        ks.db_mut(0).insert(Bytes::from_static(b"k"), Value::string("v"), None, 0);
+        let bytes = encode(&ks, &[], 0);
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(decode(&bad, &mut Keyspace::new(16), &BuildLimits::default()).is_err(), "flip at {i}");
+        }
+    }
+}

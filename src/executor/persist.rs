@@ -1,0 +1,607 @@
+//! The executor's side of the durable log: what each command contributes, in a form that
+//! replays to the same state at any later time, and loading it back.
+//!
+//! Records of one top-level command (a command, a whole EXEC, a whole script) are collected
+//! in `pending` and committed together when it ends: more than one record (a transaction,
+//! a random-dirty script's effects, deletions by expiry before a command) is wrapped in
+//! MULTI/EXEC. Nothing of a script reaches the log before it ends. The batch's records are
+//! written (and synced, per `appendfsync`) by `flush_log` before any reply of the batch
+//! leaves (`release_replies`).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::Executor;
+use crate::aof::{self, format, snapshot, Aof, AofDir, Fsync};
+use crate::commands::scripting::ScriptCall;
+use crate::commands::CommandSpec;
+use crate::log;
+use crate::protocol::Reply;
+use crate::scripting::ScriptOutcome;
+use crate::scripting::REPL_AOF;
+use crate::state::Client;
+
+/// One record waiting for the end of its top-level command.
+pub(super) struct Pending {
+    db: usize,
+    argv: Vec<Bytes>,
+    /// A script's frozen time (the `#MS:` annotation before it).
+    time_ms: Option<i64>,
+}
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn has_option(args: &[Bytes], names: &[&str]) -> bool {
+    args.iter().any(|a| names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes())))
+}
+
+fn bulk(r: &Reply) -> Option<&Bytes> {
+    match r {
+        Reply::Bulk(b) => Some(b),
+        _ => None,
+    }
+}
+
+fn items(r: &Reply) -> &[Reply] {
+    match r {
+        Reply::Array(v) | Reply::Set(v) => v,
+        _ => &[],
+    }
+}
+
+/// The deterministic form of a command that changed data: relative times made absolute
+/// from the key's resulting expiry, random and blocking commands turned into what they did.
+/// `ks` is the keyspace after the command; `db` the database it ran in.
+pub(super) fn loggable(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Vec<Vec<Bytes>> {
+    rewritten(cmd, args, reply, ks, db).unwrap_or_else(|| vec![args.to_vec()])
+}
+
+/// Commands whose logged form differs from what the client sent.
+const REWRITTEN: &[&str] = &[
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "setex",
+    "psetex",
+    "set",
+    "getex",
+    "incrbyfloat",
+    "hincrbyfloat",
+    "spop",
+    "blpop",
+    "brpop",
+    "bzpopmin",
+    "bzpopmax",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzmpop",
+];
+
+/// [`loggable`], or None when the command is logged as sent (no copy needed).
+pub(super) fn rewritten(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Option<Vec<Vec<Bytes>>> {
+    if !REWRITTEN.contains(&cmd.name) {
+        return None;
+    }
+    Some(rewrite(cmd, args, reply, ks, db))
+}
+
+fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Vec<Vec<Bytes>> {
+    let key = || args.get(1).cloned().unwrap_or_default();
+    // The key's expiry as the command left it: PEXPIREAT, or DEL when it is gone already.
+    let expiry_of = |key: Bytes| -> Vec<Bytes> {
+        match ks.db(db).peek(&key).and_then(|e| e.expire_at) {
+            Some(at) => vec![b("PEXPIREAT"), key, b(&at.to_string())],
+            None if ks.db(db).contains_key(&key) => vec![b("PERSIST"), key],
+            None => vec![b("DEL"), key],
+        }
+    };
+    let set_with_expiry = |key: Bytes, value: Bytes| -> Vec<Bytes> {
+        match ks.db(db).peek(&key).and_then(|e| e.expire_at) {
+            Some(at) => vec![b("SET"), key, value, b("PXAT"), b(&at.to_string())],
+            None => vec![b("DEL"), key],
+        }
+    };
+    match cmd.name {
+        "expire" | "pexpire" | "expireat" | "pexpireat" => vec![expiry_of(key())],
+        "setex" | "psetex" if args.len() == 4 => vec![set_with_expiry(key(), args[3].clone())],
+        "set" if args.len() > 3 && has_option(&args[3..], &["ex", "px", "exat", "pxat"]) => vec![set_with_expiry(key(), args[2].clone())],
+        "getex" if args.len() > 2 => vec![expiry_of(key())],
+        "incrbyfloat" => match ks.db(db).peek(&key()).map(|e| &e.value) {
+            Some(crate::db::Value::Str(s)) => vec![vec![b("SET"), key(), Bytes::copy_from_slice(&s.data), b("KEEPTTL")]],
+            _ => vec![args.to_vec()],
+        },
+        "hincrbyfloat" if args.len() == 4 => match bulk(reply) {
+            Some(v) => vec![vec![b("HSET"), key(), args[2].clone(), v.clone()]],
+            None => vec![args.to_vec()],
+        },
+        "spop" => {
+            let members: Vec<Bytes> = match reply {
+                Reply::Bulk(m) => vec![m.clone()],
+                r => items(r).iter().filter_map(bulk).cloned().collect(),
+            };
+            if members.is_empty() {
+                return Vec::new();
+            }
+            let mut argv = vec![b("SREM"), key()];
+            argv.extend(members);
+            vec![argv]
+        }
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => match items(reply).first().and_then(bulk) {
+            Some(k) => {
+                let name = match cmd.name {
+                    "blpop" => "LPOP",
+                    "brpop" => "RPOP",
+                    "bzpopmin" => "ZPOPMIN",
+                    _ => "ZPOPMAX",
+                };
+                vec![vec![b(name), k.clone()]]
+            }
+            None => Vec::new(),
+        },
+        "brpoplpush" if args.len() == 4 => vec![vec![b("RPOPLPUSH"), args[1].clone(), args[2].clone()]],
+        "blmove" if args.len() == 6 => vec![vec![b("LMOVE"), args[1].clone(), args[2].clone(), args[3].clone(), args[4].clone()]],
+        "blmpop" | "bzmpop" => {
+            let (Some(k), Some(popped)) = (items(reply).first().and_then(bulk), items(reply).get(1)) else {
+                return Vec::new();
+            };
+            let numkeys = args.get(2).and_then(|n| crate::util::parse_i64(n)).unwrap_or(0).max(0) as usize;
+            let Some(side) = args.get(3 + numkeys) else { return vec![args.to_vec()] };
+            let name = if cmd.name == "blmpop" { "LMPOP" } else { "ZMPOP" };
+            let count = items(popped).len().max(1);
+            vec![vec![b(name), b("1"), k.clone(), side.clone(), b("COUNT"), b(&count.to_string())]]
+        }
+        _ => vec![args.to_vec()],
+    }
+}
+
+impl Executor {
+    /// Whether commands are being logged now.
+    pub(super) fn logging(&self) -> bool {
+        self.aof.is_some() && !self.loading
+    }
+
+    /// Queues what a client's command that changed data contributes (not a script's inner
+    /// commands: the script's record covers them).
+    pub(super) fn log_command(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], reply: &Reply) {
+        self.log_deletions();
+        for argv in loggable(cmd, args, reply, &self.ks, client.db) {
+            self.pending.push(Pending { db: client.db, argv, time_ms: None });
+        }
+    }
+
+    /// SCRIPT LOAD (a body new to this log epoch) and SCRIPT FLUSH are logged, so that an
+    /// EVALSHA in the log always finds its body on replay.
+    pub(super) fn log_script_admin(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], reply: &Reply) {
+        let Some(aof) = self.aof.as_mut() else { return };
+        match cmd.name {
+            "script|load" => {
+                if let Reply::Bulk(sha) = reply {
+                    let sha = String::from_utf8_lossy(sha).into_owned();
+                    if aof.epoch_scripts.insert(sha) {
+                        self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
+                    }
+                }
+            }
+            "script|flush" if !reply.is_error() => {
+                aof.epoch_scripts.clear();
+                self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
+            }
+            _ => {}
+        }
+    }
+
+    /// Queues a DEL for every key expired or evicted since the last call: replay expires
+    /// nothing by itself.
+    pub(super) fn log_deletions(&mut self) {
+        for (db, key) in std::mem::take(&mut self.ks.deletions) {
+            self.pending.push(Pending { db, argv: vec![b("DEL"), key], time_ms: None });
+        }
+    }
+
+    /// Queues a script's record: the whole EVAL (with its frozen time) when it is
+    /// deterministic, its write effects otherwise; nothing when it wrote nothing.
+    pub(super) fn log_script(&mut self, client: &Client, args: &[Bytes], call: &ScriptCall, outcome: &ScriptOutcome) {
+        self.log_deletions();
+        if !outcome.wrote {
+            return;
+        }
+        let Some(aof) = self.aof.as_mut() else { return };
+        if outcome.random_dirty {
+            for e in outcome.effects.iter().filter(|e| e.repl as i64 & REPL_AOF != 0) {
+                self.pending.push(Pending { db: e.db, argv: e.argv.clone(), time_ms: None });
+            }
+            return;
+        }
+        let mut argv = args.to_vec();
+        let is_evalsha = args[0].len() >= 7 && args[0][..7].eq_ignore_ascii_case(b"evalsha");
+        if is_evalsha && !aof.epoch_scripts.contains(&call.sha) {
+            if let Some(script) = self.server.scripts.as_ref().and_then(|e| e.get(call.sha.as_bytes())) {
+                argv[0] = b("EVAL");
+                argv[1] = script.body.clone();
+            }
+        }
+        aof.epoch_scripts.insert(call.sha.clone());
+        self.pending.push(Pending { db: client.db, argv, time_ms: Some(outcome.time_ms) });
+    }
+
+    /// Moves the records of the finished top-level command into the log buffer; true if
+    /// there were any.
+    pub(super) fn commit_pending(&mut self) -> bool {
+        self.log_deletions();
+        let pending = std::mem::take(&mut self.pending);
+        let Some(aof) = self.aof.as_mut() else { return false };
+        if pending.is_empty() {
+            return false;
+        }
+        let wrap = pending.len() > 1;
+        if wrap {
+            aof.command(pending[0].db, &[b"MULTI".as_slice()], None);
+        }
+        for p in &pending {
+            aof.command(p.db, &p.argv, p.time_ms);
+        }
+        if wrap {
+            let db = aof.selected_db.unwrap_or(0);
+            aof.command(db, &[b"EXEC".as_slice()], None);
+        }
+        true
+    }
+
+    /// Writes the batch's records before its replies leave. False when the write failed:
+    /// the replies that depend on it must wait.
+    pub(super) fn flush_log(&mut self) -> bool {
+        let Some(aof) = self.aof.as_mut() else { return true };
+        let ok = aof.flush().is_ok();
+        self.server.aof_info = Some(aof.info());
+        ok
+    }
+
+    /// The MISCONF refusal while the log cannot be written.
+    pub(super) fn log_write_refusal(&self) -> Option<Reply> {
+        let err = self.aof.as_ref()?.write_error.as_ref()?;
+        Some(Reply::Error(format!("MISCONF Errors writing to the AOF file: {err}").into()))
+    }
+
+    /// The log's directory: `appenddirname` under the working directory, which the server
+    /// entered at start (`dir`); made absolute so a later CONFIG SET dir does not move it.
+    fn aof_dir(&self) -> AofDir {
+        let c = &self.server.config;
+        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+        AofDir::new(&cwd, c.get("appenddirname"), c.get("appendfilename"))
+    }
+
+    fn build_limits(&self) -> snapshot::BuildLimits {
+        let c = &self.server.config;
+        snapshot::BuildLimits {
+            hash: crate::db::hash::HashLimits {
+                max_entries: c.get_int("hash-max-listpack-entries").max(0) as u64,
+                max_value: c.get_int("hash-max-listpack-value").max(0) as u64,
+            },
+            max_intset: c.get_int("set-max-intset-entries").max(0) as u64,
+            zset_entries: c.get_int("zset-max-listpack-entries"),
+            zset_value: c.get_int("zset-max-listpack-value"),
+        }
+    }
+
+    /// Every cached script as (sha, body).
+    fn script_table(&self) -> Vec<(String, Bytes)> {
+        let mut v: Vec<(String, Bytes)> =
+            self.server.scripts.as_ref().map(|e| e.scripts().map(|s| (s.sha.clone(), s.body.clone())).collect()).unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Opens the log at start (`appendonly yes`): loads what the directory holds, or starts
+    /// a fresh generation. An error means the server must not start.
+    pub fn start_aof(&mut self) -> Result<(), String> {
+        if self.server.config.get("appendonly") != "yes" {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mut dir = self.aof_dir();
+        let policy = Fsync::parse(self.server.config.get("appendfsync"));
+        let mut aof = if dir.read_manifest()? {
+            let (incr, origin) = self.load_dir(&mut dir)?;
+            let mut aof =
+                Aof::open(dir, &incr, policy, origin).map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
+            aof.epoch_scripts = std::mem::take(&mut self.loaded_epoch);
+            let secs = started.elapsed().as_secs_f64();
+            log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
+            aof
+        } else {
+            let snap = snapshot::encode(&self.ks, &[], 0);
+            let incr =
+                dir.new_generation(&snap).map_err(|e| format!("Can't create the append-only directory {}: {e}", dir.path.display()))?;
+            log::notice(&format!("Creating AOF base file {} on server start", dir.manifest.base.as_ref().map_or("", |b| b.name.as_str())));
+            Aof::open(dir, &incr, policy, 0).map_err(|e| format!("Can't open the append-only file: {e}"))?
+        };
+        aof.stats.base_size = aof.dir.total_size();
+        aof.stats.incr_at_base = aof.log.size;
+        self.server.aof_info = Some(aof.info());
+        self.aof = Some(aof);
+        self.ks.log_deletions = true;
+        Ok(())
+    }
+
+    /// Loads the base and the incremental logs the manifest names; returns the last
+    /// incremental file (created if the manifest names none) and its log origin.
+    fn load_dir(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
+        self.loading = true;
+        self.server.limits.loading.store(true, std::sync::atomic::Ordering::Release);
+        let result = self.load_files(dir);
+        self.loading = false;
+        self.server.limits.loading.store(false, std::sync::atomic::Ordering::Release);
+        self.now_ms = crate::clock::now_ms();
+        result
+    }
+
+    fn load_files(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
+        let mut origin = 0;
+        self.loaded_epoch.clear();
+        if let Some(base) = dir.manifest.base.clone() {
+            let path = dir.file(&base.name);
+            let data = map_file(&path)?;
+            if base.name.ends_with(".vsnap") {
+                let limits = self.build_limits();
+                let loaded = snapshot::decode(&data, &mut self.ks, &limits)
+                    .map_err(|e| format!("Bad snapshot file {} at offset {}: {}", path.display(), e.offset, e.reason))?;
+                for body in &loaded.scripts {
+                    if let Some(engine) = self.server.scripts.as_mut() {
+                        if let Ok(s) = engine.load(body) {
+                            self.loaded_epoch.insert(s.sha.clone());
+                        }
+                    }
+                }
+                log::notice(&format!("Loading base snapshot {}: {} keys, {} scripts", base.name, loaded.keys, loaded.scripts.len()));
+                origin = loaded.log_offset;
+            } else {
+                // A base of plain commands (Redis's .base.aof form without an RDB preamble).
+                self.load_incr(&path, &base.name, false)?;
+            }
+        }
+        let count = dir.manifest.incrs.len();
+        for (i, incr) in dir.manifest.incrs.clone().iter().enumerate() {
+            let last = i + 1 == count;
+            let path = dir.file(&incr.name);
+            let size = self.load_incr(&path, &incr.name, last)?;
+            if !last {
+                origin += size;
+            }
+        }
+        match dir.manifest.incrs.last() {
+            Some(last) => Ok((dir.file(&last.name), origin)),
+            None => {
+                let seq = dir.manifest.base.as_ref().map_or(1, |b| b.seq);
+                let entry = aof::manifest::FileEntry { name: format!("{}.{seq}.incr.aof", dir.prefix), seq };
+                dir.manifest.incrs.push(entry.clone());
+                std::fs::File::create(dir.file(&entry.name)).map_err(|e| e.to_string())?;
+                dir.manifest.store(&dir.path, &dir.manifest_name()).map_err(|e| e.to_string())?;
+                Ok((dir.file(&entry.name), origin))
+            }
+        }
+    }
+
+    /// Replays one incremental log; returns its (possibly truncated) size.
+    fn load_incr(&mut self, path: &std::path::Path, name: &str, last: bool) -> Result<u64, String> {
+        let data = match std::fs::metadata(path) {
+            Ok(md) if md.len() == 0 => return Ok(0),
+            Ok(_) => map_file(path)?,
+            Err(e) => return Err(format!("Can't open the append-only file {name}: {e}")),
+        };
+        let verdict = format::check(&data);
+        match &verdict.problem {
+            None => {}
+            Some(format::Problem::Corrupt { offset, reason }) => {
+                return Err(format!(
+                    "Bad file format reading the append only file {name} at offset {offset}: {reason}. Make a backup of your AOF directory, then use vermilion-check-aof --fix {}",
+                    path.display()
+                ));
+            }
+            Some(format::Problem::Truncated { .. }) if !last => {
+                return Err(format!("Fatal error: the truncated file {name} is not the last file"));
+            }
+            Some(format::Problem::Truncated { .. }) if self.server.config.get("aof-load-truncated") != "yes" => {
+                return Err(format!(
+                    "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF directory, then use vermilion-check-aof --fix <filename>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                ));
+            }
+            Some(format::Problem::Truncated { .. }) => {}
+        }
+        let mut loader = self.loader_client();
+        let mut failure = None;
+        format::replay_checked(&data[..verdict.valid_len], |rec| {
+            if failure.is_none() {
+                failure = self.replay_record(&mut loader, rec);
+            }
+        });
+        if let Some(err) = failure {
+            return Err(format!("{err} reading the append only file {name}"));
+        }
+        let size = data.len() as u64;
+        drop(data);
+        if verdict.problem.is_some() {
+            let cut = size - verdict.valid_len as u64;
+            log::warning(&format!("!!! Warning: short read while loading the AOF file {name}!!!"));
+            log::warning(&format!(
+                "!!! Truncating the AOF {name} at offset {} (cutting {cut} bytes of a torn tail) !!!",
+                verdict.valid_len
+            ));
+            let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("Can't open {name} to truncate it: {e}"))?;
+            f.set_len(verdict.valid_len as u64)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| format!("Error truncating the AOF file {name}: {e}"))?;
+            log::warning("AOF loaded anyway because aof-load-truncated is enabled");
+            return Ok(verdict.valid_len as u64);
+        }
+        Ok(size)
+    }
+
+    /// The client records are replayed through: authenticated, never blocking.
+    fn loader_client(&self) -> Client {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut c =
+            Client::new(u64::MAX, "aof-loader".into(), String::new(), tx, std::sync::Arc::new(crate::state::ConnFlags::default()), true);
+        c.deny_blocking = true;
+        c
+    }
+
+    /// Applies one record. MULTI/EXEC are skipped (the loader hands out whole blocks only,
+    /// and nothing runs in between); a script record runs at its frozen time; plain records
+    /// run with the clock at zero, so nothing expires during a replay (the log holds the
+    /// DELs of what expired).
+    fn replay_record(&mut self, loader: &mut Client, rec: format::Record<'_>) -> Option<String> {
+        if rec.argv[0].eq_ignore_ascii_case(b"multi") || rec.argv[0].eq_ignore_ascii_case(b"exec") {
+            return None;
+        }
+        let argv: Vec<Bytes> = rec.argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        self.now_ms = 0;
+        self.replay_time_ms = rec.time_ms;
+        if let crate::commands::Resolved::Unknown = crate::commands::resolve(&argv) {
+            return Some(format!("Unknown command '{}'", String::from_utf8_lossy(&argv[0])));
+        }
+        self.execute(loader, &argv);
+        // The bodies this epoch holds: EVAL and SCRIPT LOAD records add theirs, SCRIPT FLUSH
+        // empties the table.
+        let name = &rec.argv[0];
+        let sub = rec.argv.get(1).copied().unwrap_or_default();
+        if name.eq_ignore_ascii_case(b"eval") || (name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"load")) {
+            let body = rec.argv.get(if name.len() == 4 { 1 } else { 2 }).copied().unwrap_or_default();
+            self.loaded_epoch.insert(crate::scripting::sha1_hex(body));
+        } else if name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"flush") {
+            self.loaded_epoch.clear();
+        }
+        self.release_replies();
+        None
+    }
+
+    /// BGREWRITEAOF: a new base snapshot of the keyspace and the script table, a new
+    /// incremental file, the manifest switched atomically, the old files deleted.
+    pub(super) fn rewrite_aof(&mut self) -> Result<(), String> {
+        let started = Instant::now();
+        let scripts = self.script_table();
+        let bodies: Vec<Bytes> = scripts.iter().map(|(_, body)| body.clone()).collect();
+        let Some(aof) = self.aof.as_mut() else { return Err("ERR the append only file is off".into()) };
+        aof.flush()?;
+        let snap = snapshot::encode(&self.ks, &bodies, aof.offset());
+        let result = aof.rewrite(&snap, &scripts).map_err(|e| format!("ERR Background AOF rewrite failed: {e}"));
+        aof.stats.last_rewrite_ok = result.is_ok();
+        aof.stats.last_rewrite_ms = Some(started.elapsed().as_millis() as u64);
+        self.server.aof_info = Some(aof.info());
+        match &result {
+            Ok(()) => log::notice(&format!("Background AOF rewrite finished successfully ({} ms)", started.elapsed().as_millis())),
+            Err(e) => log::warning(e),
+        }
+        result
+    }
+
+    /// CONFIG SET appendonly / appendfsync. Turning the log on writes a new generation from
+    /// the data in memory (as Redis rewrites then).
+    fn reconfigure_aof(&mut self) -> Result<(), String> {
+        let on = self.server.config.get("appendonly") == "yes";
+        let policy = Fsync::parse(self.server.config.get("appendfsync"));
+        match (on, self.aof.is_some()) {
+            (true, false) => {
+                let mut dir = self.aof_dir();
+                let _ = dir.read_manifest();
+                let bodies: Vec<Bytes> = self.script_table().into_iter().map(|(_, body)| body).collect();
+                let snap = snapshot::encode(&self.ks, &bodies, 0);
+                let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
+                let mut aof = Aof::open(dir, &incr, policy, 0).map_err(|e| format!("ERR {e}"))?;
+                aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
+                self.server.aof_info = Some(aof.info());
+                self.aof = Some(aof);
+                self.ks.deletions.clear();
+                self.ks.log_deletions = true;
+            }
+            (false, true) => {
+                self.close_aof();
+                self.aof = None;
+                self.server.aof_info = None;
+                self.ks.log_deletions = false;
+            }
+            (true, true) => {
+                if let Some(aof) = self.aof.as_mut() {
+                    aof.set_policy(policy);
+                }
+            }
+            (false, false) => {}
+        }
+        Ok(())
+    }
+
+    /// Auto-rewrite (`auto-aof-rewrite-percentage` over `auto-aof-rewrite-min-size`).
+    pub(super) fn maybe_auto_rewrite(&mut self) {
+        let Some(aof) = self.aof.as_ref() else { return };
+        let pct = self.server.config.get_int("auto-aof-rewrite-percentage");
+        let min = self.server.config.get_int("auto-aof-rewrite-min-size").max(0) as u64;
+        let size = aof.dir.total_size();
+        let base = aof.stats.base_size.max(1);
+        if pct > 0 && size > min && (size - base.min(size)) * 100 / base >= pct as u64 {
+            log::notice(&format!("Starting automatic rewriting of AOF on {}% growth", (size - base.min(size)) * 100 / base));
+            let _ = self.rewrite_aof();
+        }
+    }
+
+    /// Shutdown: everything buffered is written and fsynced.
+    pub(super) fn close_aof(&mut self) {
+        self.commit_pending();
+        if let Some(aof) = self.aof.as_mut() {
+            if let Err(e) = aof.flush() {
+                log::warning(&format!("Error writing the AOF on shutdown: {e}"));
+            }
+            if let Err(e) = aof.log.sync() {
+                log::warning(&format!("Error fsyncing the AOF on shutdown: {e}"));
+            }
+        }
+    }
+
+    /// Runs BGREWRITEAOF, DEBUG RELOAD or DEBUG LOADAOF for a client; returns its reply.
+    pub(super) fn persist_command(&mut self, request: crate::state::PersistRequest) -> Reply {
+        use crate::state::PersistRequest;
+        let result = match request {
+            PersistRequest::Rewrite => self.rewrite_aof().map(|_| Reply::status("Background append only file rewriting started")),
+            PersistRequest::Reload => self.reload_aof(true).map(|_| Reply::OK),
+            PersistRequest::LoadAof => self.reload_aof(false).map(|_| Reply::OK),
+            PersistRequest::Reconfigure => self.reconfigure_aof().map(|_| Reply::OK),
+        };
+        result.unwrap_or_else(|e| Reply::Error(e.into()))
+    }
+
+    /// DEBUG LOADAOF / DEBUG RELOAD: empties the keyspace and loads the directory again.
+    pub(super) fn reload_aof(&mut self, rewrite_first: bool) -> Result<(), String> {
+        if self.aof.is_none() {
+            return Err("ERR the append only file is off".into());
+        }
+        if rewrite_first {
+            self.rewrite_aof()?;
+        }
+        self.close_aof();
+        let stats = self.aof.take().map(|a| a.stats);
+        self.ks.log_deletions = false;
+        for db in self.ks.dbs.iter_mut() {
+            db.clear();
+        }
+        if let Some(engine) = self.server.scripts.as_mut() {
+            let _ = engine.flush();
+        }
+        self.start_aof().map_err(|e| format!("ERR Error trying to load the AOF files: {e}"))?;
+        if let (Some(aof), Some(old)) = (self.aof.as_mut(), stats) {
+            aof.stats.rewrites = old.rewrites;
+            aof.stats.last_rewrite_ms = old.last_rewrite_ms;
+        }
+        Ok(())
+    }
+}
+
+/// Maps a file read-only (an empty file maps to nothing).
+fn map_file(path: &std::path::Path) -> Result<memmap2::Mmap, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("Can't open {}: {e}", path.display()))?;
+    // Safety: the file is ours and nothing truncates it while the map lives (truncation
+    // of a torn tail happens after the map is dropped).
+    unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("Can't map {}: {e}", path.display()))
+}
