@@ -6,7 +6,21 @@ use vermilion::config::Config;
 use vermilion::executor::{Executor, Request};
 use vermilion::log;
 
+extern "C" {
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+
+/// A file grown past RLIMIT_FSIZE must fail the write (EFBIG, handled as a write error by the
+/// log) rather than kill the process, which is SIGXFSZ's default.
+fn ignore_sigxfsz() {
+    const SIGXFSZ: i32 = 25;
+    const SIG_IGN: usize = 1;
+    // SAFETY: installing SIG_IGN for one signal, before any other thread exists.
+    unsafe { signal(SIGXFSZ, SIG_IGN) };
+}
+
 fn main() {
+    ignore_sigxfsz();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-v" || a == "--version") {
         println!("Vermilion server v={} (Redis {} compatible)", vermilion::VERSION, vermilion::REDIS_VERSION);

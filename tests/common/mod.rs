@@ -41,7 +41,39 @@ impl Server {
     }
 
     pub fn start_binary(bin: &Path, extra: &[&str]) -> Server {
-        let mut dir = tempfile::tempdir().expect("tempdir");
+        Self::start_binary_in(bin, tempfile::tempdir().expect("tempdir"), extra)
+    }
+
+    /// Starts vermilion-server in an existing directory (a restart over the same files).
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        Self::start_binary_in(&vermilion_bin(), dir, extra)
+    }
+
+    /// Stops the process (kill -9 if it still runs) and starts it again over the same
+    /// directory with `extra` arguments, on a fresh port.
+    pub fn restart(&mut self, extra: &[&str]) {
+        self.kill9();
+        let dir = self.take_dir();
+        *self = Self::start_in(dir, extra);
+    }
+
+    /// Runs vermilion-server over `dir` expecting it to refuse to start; returns its exit
+    /// status success flag and everything it logged.
+    pub fn run_expecting_exit(dir: &Path, extra: &[&str]) -> (bool, String) {
+        let port = free_port();
+        let out = Command::new(vermilion_bin())
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run vermilion-server");
+        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+
+    fn start_binary_in(bin: &Path, mut dir: tempfile::TempDir, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
             let mut cmd = Command::new(bin);
@@ -81,7 +113,8 @@ impl Server {
                 if s.write_all(b"PING\r\n").is_ok() {
                     let mut buf = [0u8; 64];
                     if let Ok(n) = s.read(&mut buf) {
-                        if n > 0 {
+                        // Still loading its data: not ready for the test yet.
+                        if n > 0 && !buf[..n].starts_with(b"-LOADING") {
                             return true;
                         }
                     }

@@ -1,0 +1,451 @@
+//! The durable log with the real binary and real files: what each command and script puts
+//! in the log, restarts (also after a rewrite and DEBUG RELOAD), torn tails cut at every byte,
+//! corruption refused with the file and offset (and found by the check tool, which fixes it),
+//! SHUTDOWN NOSAVE during a busy script, write errors, and `redis-check-aof` reading our files.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::Server;
+use redis::Connection;
+
+fn q<T: redis::FromRedisValue>(c: &mut Connection, parts: &[&str]) -> T {
+    let mut cmd = redis::cmd(parts[0]);
+    for p in &parts[1..] {
+        cmd.arg(*p);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
+fn digest(c: &mut Connection) -> String {
+    q(c, &["DEBUG", "DIGEST"])
+}
+
+fn aof_dir(s: &Server) -> PathBuf {
+    s.dir.path().join("appendonlydir")
+}
+
+/// The incremental file the manifest names last.
+fn last_incr(s: &Server) -> PathBuf {
+    let dir = aof_dir(s);
+    let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).expect("manifest");
+    let name = manifest.lines().rfind(|l| l.ends_with("type i")).and_then(|l| l.split_whitespace().nth(1)).expect("an incr file");
+    dir.join(name)
+}
+
+fn base_file(s: &Server) -> PathBuf {
+    let dir = aof_dir(s);
+    let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).expect("manifest");
+    let name = manifest.lines().find(|l| l.ends_with("type b")).and_then(|l| l.split_whitespace().nth(1)).expect("a base file");
+    dir.join(name)
+}
+
+/// The records of a log file as space-joined strings (annotations included as `#...`).
+fn records(path: &Path) -> Vec<String> {
+    let data = std::fs::read(path).expect("read log");
+    let mut out = Vec::new();
+    let verdict = vermilion::aof::format::replay(&data, |r| {
+        let mut line: Vec<String> = Vec::new();
+        if let Some(ms) = r.time_ms {
+            line.push(format!("#MS:{ms}"));
+        }
+        line.extend(r.argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()));
+        out.push(line.join(" "));
+    });
+    assert_eq!(verdict.problem, None, "{}", path.display());
+    out
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+#[test]
+fn records_are_logged_in_their_deterministic_form() {
+    let s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let t0 = now_ms();
+    let _: () = q(&mut c, &["SET", "plain", "v"]);
+    let _: () = q(&mut c, &["SET", "ex", "v", "EX", "100"]);
+    let _: () = q(&mut c, &["SETEX", "setex", "100", "v"]);
+    let _: i64 = q(&mut c, &["EXPIRE", "plain", "100"]);
+    let _: i64 = q(&mut c, &["EXPIRE", "missing", "100"]);
+    let _: String = q(&mut c, &["INCRBYFLOAT", "f", "0.1"]);
+    let _: () = q(&mut c, &["SET", "gone", "v"]);
+    let _: i64 = q(&mut c, &["EXPIRE", "gone", "-1"]);
+    let _: i64 = q(&mut c, &["SADD", "s", "only"]);
+    let _: String = q(&mut c, &["SPOP", "s"]);
+    let _: () = q(&mut c, &["SELECT", "3"]);
+    let _: i64 = q(&mut c, &["RPUSH", "l", "a"]);
+    let _: redis::Value = q(&mut c, &["BLPOP", "l", "1"]);
+    let _: redis::Value = redis::pipe().atomic().cmd("INCR").arg("m1").cmd("INCR").arg("m2").query(&mut c).expect("exec");
+    let t1 = now_ms();
+    let recs = records(&last_incr(&s));
+    let abs = |r: &str, prefix: &str| -> i64 {
+        let at: i64 = r.strip_prefix(prefix).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{r} does not start with {prefix}"));
+        assert!(at >= t0 + 100_000 && at <= t1 + 100_000, "{r}: not an absolute time 100 s from now");
+        at
+    };
+    assert_eq!(recs[0], "SELECT 0");
+    assert_eq!(recs[1], "SET plain v");
+    abs(&recs[2], "SET ex v PXAT ");
+    abs(&recs[3], "SET setex v PXAT ");
+    abs(&recs[4], "PEXPIREAT plain ");
+    // EXPIRE of a missing key changed nothing: no record.
+    assert_eq!(recs[5], "SET f 0.1 KEEPTTL");
+    assert_eq!(recs[6..9], ["SET gone v", "DEL gone", "SADD s only"]);
+    assert_eq!(recs[9], "SREM s only");
+    assert_eq!(recs[10..13], ["SELECT 3", "RPUSH l a", "LPOP l"]);
+    assert_eq!(recs[13..], ["MULTI", "INCR m1", "INCR m2", "EXEC"]);
+}
+
+#[test]
+fn scripts_are_logged_whole_or_as_effects_and_evalsha_finds_its_body() {
+    let s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let writer = "return redis.call('incr', KEYS[1])";
+    let sha: String = q(&mut c, &["SCRIPT", "LOAD", writer]);
+    let reader_sha: String = {
+        let _: redis::Value = q(&mut c, &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]);
+        q(&mut c, &["SCRIPT", "LOAD", "return redis.call('get', KEYS[1])"])
+    };
+    let _: i64 = q(&mut c, &["EVALSHA", &sha, "1", "k"]);
+    let _: redis::Value = q(&mut c, &["EVALSHA", &reader_sha, "1", "k"]);
+    let _: i64 = q(&mut c, &["EVAL", "redis.call('time') redis.call('incr', 'r1') redis.set_repl(redis.REPL_NONE) redis.call('incr', 'hidden') redis.set_repl(redis.REPL_ALL) return redis.call('incr', 'r2')", "0"]);
+    let failed = redis::cmd("EVAL")
+        .arg("redis.call('incr', 'before_error') return redis.call('nosuchcommand')")
+        .arg(0)
+        .query::<redis::Value>(&mut c);
+    assert!(failed.is_err());
+    let recs = records(&last_incr(&s));
+    let ms = |r: &str| r.starts_with("#MS:");
+    assert_eq!(recs[0], "SELECT 0");
+    assert_eq!(recs[1], format!("SCRIPT LOAD {writer}"));
+    // The read-only EVAL and SCRIPT LOAD of a body already loaded add nothing... the second
+    // SCRIPT LOAD is a new body for the log epoch, so it is logged.
+    assert_eq!(recs[2], "SCRIPT LOAD return redis.call('get', KEYS[1])");
+    assert!(ms(&recs[3]) && recs[3].ends_with(&format!("EVALSHA {sha} 1 k")), "{}", recs[3]);
+    assert_eq!(recs[4..8], ["MULTI", "incr r1", "incr r2", "EXEC"]);
+    assert!(
+        ms(&recs[8]) && recs[8].contains("redis.call('incr', 'before_error')"),
+        "a script that failed after writing is logged: {}",
+        recs[8]
+    );
+    assert_eq!(recs.len(), 9);
+
+    // After a rewrite the base holds the script table: EVALSHA stays EVALSHA.
+    let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    let _: i64 = q(&mut c, &["EVALSHA", &sha, "1", "k"]);
+    let recs = records(&last_incr(&s));
+    assert!(recs[1].ends_with(&format!("EVALSHA {sha} 1 k")), "{recs:?}");
+    // SCRIPT FLUSH is logged; an EVALSHA after a fresh SCRIPT LOAD finds its body in the log.
+    let _: () = q(&mut c, &["SCRIPT", "FLUSH"]);
+    let fresh: String = q(&mut c, &["SCRIPT", "LOAD", "return redis.call('incr', KEYS[1]) + 0"]);
+    let _: i64 = q(&mut c, &["EVALSHA", &fresh, "1", "k"]);
+    let recs = records(&last_incr(&s));
+    assert_eq!(recs[2], "SCRIPT FLUSH");
+    assert_eq!(recs[3], "SCRIPT LOAD return redis.call('incr', KEYS[1]) + 0");
+    // A first EVALSHA of a script the epoch never saw is logged as EVAL with the body.
+    let before = digest(&mut c);
+    let mut s = s;
+    s.restart(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), before);
+    let _: String = q(&mut c, &["SCRIPT", "FLUSH"]);
+    let _: redis::Value = q(&mut c, &["EVAL", "return 1", "0"]);
+    let _: redis::Value = q(&mut c, &["EVAL", "return redis.call('incr', 'z')", "0"]);
+    let recs = records(&last_incr(&s));
+    assert!(
+        recs.last()
+            .is_some_and(|r| r.ends_with("EVAL return redis.call('incr', 'z') 0") || r.ends_with("eval return redis.call('incr', 'z') 0")),
+        "{recs:?}"
+    );
+    assert_eq!(q::<i64>(&mut c, &["GET", "k"]), 3);
+    assert_eq!(q::<i64>(&mut c, &["GET", "before_error"]), 1);
+    // (`hidden`, written under REPL_NONE, is in the base since the rewrite, as in Redis.)
+}
+
+/// Writes a bit of everything; returns the digest.
+fn write_everything(c: &mut Connection) -> String {
+    let _: () = q(c, &["SET", "str", "hello"]);
+    let _: () = q(c, &["SET", "num", "42", "PX", "500000"]);
+    let _: i64 = q(c, &["RPUSH", "list", "a", "b", "c"]);
+    let _: i64 = q(c, &["HSET", "hash", "f1", "v1", "f2", "v2"]);
+    let _: i64 = q(c, &["SADD", "set", "x", "y", "1", "2"]);
+    let _: i64 = q(c, &["SADD", "intset", "1", "2", "3"]);
+    let _: i64 = q(c, &["ZADD", "zset", "1.5", "m1", "-2", "m2", "inf", "m3"]);
+    let big: Vec<String> = (0..300).map(|i| format!("member-{i}")).collect();
+    let mut cmd = redis::cmd("SADD");
+    cmd.arg("bigset").arg(&big);
+    let _: i64 = cmd.query(c).expect("sadd");
+    let _: () = q(c, &["SELECT", "5"]);
+    let _: () = q(c, &["SET", "in5", "yes"]);
+    let _: i64 = q(c, &["EVAL", "redis.call('select', 7) redis.call('set', 'in7', 'from a script') return 1", "0"]);
+    let _: () = q(c, &["SELECT", "0"]);
+    let _: String = q(c, &["HINCRBYFLOAT", "hash", "f3", "1.25"]);
+    digest(c)
+}
+
+#[test]
+fn data_and_scripts_survive_restart_rewrite_and_reload() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let expected = write_everything(&mut c);
+    let sha: String = q(&mut c, &["SCRIPT", "LOAD", "return redis.call('get', KEYS[1])"]);
+    // kill -9: with `always` everything acknowledged is on disk.
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), expected);
+    assert_eq!(q::<Vec<bool>>(&mut c, &["SCRIPT", "EXISTS", &sha]), vec![true], "SCRIPT LOAD is logged");
+    let ttl: i64 = q(&mut c, &["PTTL", "num"]);
+    assert!(ttl > 400_000 && ttl <= 500_000, "{ttl}");
+    let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    let _: () = q(&mut c, &["SET", "after-rewrite", "1"]);
+    let expected = digest(&mut c);
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), expected);
+    assert_eq!(q::<Vec<bool>>(&mut c, &["SCRIPT", "EXISTS", &sha]), vec![true], "the base holds the script table");
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(digest(&mut c), expected);
+    let _: () = q(&mut c, &["DEBUG", "LOADAOF"]);
+    assert_eq!(digest(&mut c), expected);
+    let info: String = q(&mut c, &["INFO", "persistence"]);
+    assert!(info.contains("aof_enabled:1") && info.contains("aof_last_write_status:ok"), "{info}");
+    // Only the files of the current generation remain.
+    let mut names: Vec<String> =
+        std::fs::read_dir(aof_dir(&s)).expect("dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[test]
+fn digest_is_redis_digest() {
+    let redis = Server::start_redis(&["--enable-debug-command", "yes"]);
+    let ours = Server::start(&[]);
+    let (mut r, mut o) = (redis.client(), ours.client());
+    assert_eq!(digest(&mut r), digest(&mut o));
+    let a = write_everything(&mut r);
+    let b = write_everything(&mut o);
+    assert_eq!(a, b, "DEBUG DIGEST of the same data");
+    for key in ["str", "list", "hash", "set", "zset", "bigset", "missing"] {
+        let mut cmd = redis::cmd("DEBUG");
+        cmd.arg("DIGEST-VALUE").arg(key);
+        let (x, y): (Vec<String>, Vec<String>) = (cmd.query(&mut r).expect("redis"), cmd.query(&mut o).expect("ours"));
+        assert_eq!(x, y, "DIGEST-VALUE {key}");
+    }
+}
+
+/// Sends commands one per batch and notes, after each, the log size and the digest.
+fn build_log(c: &mut Connection, s: &Server, cmds: &[&[&str]]) -> Vec<(u64, String)> {
+    let mut marks = vec![(std::fs::metadata(last_incr(s)).map(|m| m.len()).unwrap_or(0), digest(c))];
+    for parts in cmds {
+        let _: redis::Value = q(c, parts);
+        marks.push((std::fs::metadata(last_incr(s)).expect("incr").len(), digest(c)));
+    }
+    marks
+}
+
+const CHECKPOINT_LEN: u64 = "#C:0123456789abcdef\r\n".len() as u64;
+
+#[test]
+fn a_torn_tail_cut_at_any_byte_loads_exactly_the_whole_records_before_it() {
+    let s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let marks = build_log(
+        &mut c,
+        &s,
+        &[
+            &["SET", "a", "1"],
+            &["RPUSH", "l", "x", "y"],
+            &["EVAL", "redis.call('incr', 'a') redis.call('rpush', 'l', 'z') return 1", "0"],
+            &["EVAL", "redis.call('time') redis.call('incr', 'a') redis.call('sadd', 's', 'm') return 1", "0"],
+            &["SET", "b", "2"],
+        ],
+    );
+    let incr = last_incr(&s);
+    let full = std::fs::read(&incr).expect("read");
+    assert_eq!(full.len() as u64, marks.last().map(|m| m.0).unwrap_or(0));
+    // Which state a cut at `x` must load: the last command whose records all end before x.
+    let expected = |x: u64| -> &str {
+        let mut best = &marks[0].1;
+        for (end, d) in &marks[1..] {
+            if end - CHECKPOINT_LEN <= x {
+                best = d;
+            }
+        }
+        best
+    };
+    let start = marks[1].0.saturating_sub(5);
+    for cut in start..=full.len() as u64 {
+        std::fs::write(&incr, &full[..cut as usize]).expect("write cut");
+        let _: () = q(&mut c, &["DEBUG", "LOADAOF"]);
+        assert_eq!(digest(&mut c), expected(cut), "cut at byte {cut} of {}", full.len());
+        let after = std::fs::metadata(&incr).expect("incr").len();
+        assert!(after <= cut, "the torn tail is cut from the file");
+    }
+    // The same through a real start, for a cut inside the MULTI block of the effects.
+    let inside_effects = (marks[3].0 + marks[4].0) / 2;
+    std::fs::write(&incr, &full[..inside_effects as usize]).expect("write cut");
+    let mut s = s;
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), marks[3].1);
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", "b"]), None);
+}
+
+#[test]
+fn a_torn_tail_is_refused_when_aof_load_truncated_is_off() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "a", "1"]);
+    let _: () = q(&mut c, &["SET", "b", "2"]);
+    let incr = last_incr(&s);
+    let full = std::fs::read(&incr).expect("read");
+    s.kill9();
+    std::fs::write(&incr, &full[..full.len() - 30]).expect("cut");
+    let (ok, out) = Server::run_expecting_exit(s.dir.path(), &["--aof-load-truncated", "no"]);
+    assert!(!ok && out.contains("Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"), "{out}");
+}
+
+fn check_tool(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vermilion-check-aof"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run check tool");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn corruption_is_refused_with_file_and_offset_and_the_check_tool_fixes_it() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    for i in 0..20 {
+        let _: () = q(&mut c, &["SET", &format!("key:{i}"), &format!("value number {i}")]);
+    }
+    let incr = last_incr(&s);
+    let dir = aof_dir(&s);
+    let mut data = std::fs::read(&incr).expect("read");
+    s.kill9();
+    let (ok, out) = check_tool(&[dir.to_str().unwrap_or_default()]);
+    assert!(ok && out.contains("is valid"), "{out}");
+    // Flip a byte inside a value in the middle of the file.
+    let mid = data.len() / 2;
+    let at = mid + data[mid..].windows(5).position(|w| w == b"value").expect("a value");
+    data[at + 2] ^= 0x20;
+    std::fs::write(&incr, &data).expect("write");
+    let (ok, out) = Server::run_expecting_exit(s.dir.path(), &[]);
+    let offset =
+        out.split("at offset ").nth(1).and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next()).and_then(|n| n.parse::<usize>().ok());
+    assert!(!ok && out.contains("Bad file format reading the append only file appendonly.aof.1.incr.aof"), "{out}");
+    let offset = offset.expect("the refusal names the offset");
+    assert!(offset <= at && at - offset < 80, "offset {offset} is the start of the segment holding byte {at}");
+    let (ok, report) = check_tool(&[dir.to_str().unwrap_or_default()]);
+    assert!(!ok && report.contains(&format!("at offset {offset}")), "{report}");
+    let (ok, fixed) = check_tool(&["--fix", "--yes", dir.to_str().unwrap_or_default()]);
+    assert!(ok && fixed.contains("Successfully truncated"), "{fixed}");
+    assert_eq!(std::fs::metadata(&incr).expect("incr").len() as usize, offset);
+    let s = Server::start_in(std::mem::replace(&mut s.dir, tempfile::tempdir().expect("tmp")), &[]);
+    let mut c = s.client();
+    let kept: i64 = q(&mut c, &["DBSIZE"]);
+    assert!(kept > 0 && kept < 20, "the prefix before the corruption loads: {kept} keys");
+    assert_eq!(q::<String>(&mut c, &["GET", "key:0"]), "value number 0");
+}
+
+#[test]
+fn a_corrupt_base_snapshot_is_refused_with_file_and_offset() {
+    let mut s = Server::start(&[]);
+    let mut c = s.client();
+    write_everything(&mut c);
+    let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    let base = base_file(&s);
+    s.kill9();
+    let mut data = std::fs::read(&base).expect("read");
+    let mid = data.len() / 2;
+    data[mid] ^= 0x01;
+    std::fs::write(&base, &data).expect("write");
+    let (ok, out) = Server::run_expecting_exit(s.dir.path(), &[]);
+    let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    assert!(!ok && out.contains(&name) && out.contains("at offset") && out.contains("CRC-64 mismatch"), "{out}");
+    let (ok, report) = check_tool(&[base.to_str().unwrap_or_default()]);
+    assert!(!ok && report.contains("CRC-64 mismatch"), "{report}");
+}
+
+#[test]
+fn redis_check_aof_accepts_our_incremental_files() {
+    let s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    write_everything(&mut c);
+    let _: i64 = q(&mut c, &["EVAL", "redis.call('time') redis.call('incr', 'r1') return redis.call('incr', 'r2')", "0"]);
+    let _: redis::Value = redis::pipe().atomic().cmd("INCR").arg("m1").cmd("INCR").arg("m2").query(&mut c).expect("exec");
+    let incr = last_incr(&s);
+    let out = std::process::Command::new("redis-check-aof").arg(&incr).output().expect("redis-check-aof (redis-tools) is installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("is valid"), "{text}");
+}
+
+#[test]
+fn shutdown_nosave_during_a_busy_script_that_wrote_leaves_no_trace_of_it() {
+    let mut s = Server::start(&["--busy-reply-threshold", "100"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "acked", "1"]);
+    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    stream.write_all(b"EVAL \"redis.call('set', 'partial', '1') redis.call('incr', 'acked') while true do end\" 0\r\n").expect("send");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r: redis::RedisResult<String> = redis::cmd("GET").arg("acked").query(&mut c);
+        if matches!(&r, Err(e) if e.to_string().contains("BUSY")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the script never became busy: {r:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut admin = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    admin.write_all(b"SHUTDOWN NOSAVE\r\n").expect("send");
+    assert!(s.wait_exit(Duration::from_secs(5)), "SHUTDOWN NOSAVE exits during a busy script");
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(q::<String>(&mut c, &["GET", "acked"]), "1");
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", "partial"]), None);
+}
+
+/// Reads one reply line with a timeout; None when nothing came.
+fn read_line_within(stream: &TcpStream, timeout: Duration) -> Option<String> {
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).ok()?;
+    (!line.is_empty()).then_some(line)
+}
+
+#[test]
+fn a_failing_disk_refuses_writes_keeps_reads_and_recovers() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "a", "1"]);
+    let size = std::fs::metadata(last_incr(&s)).expect("incr").len();
+    // The kernel refuses to grow the file past its size now (EFBIG): a real write error.
+    let limit = format!("--fsize={size}:unlimited");
+    let status = std::process::Command::new("prlimit").args(["--pid", &s.pid().to_string(), &limit]).status().expect("prlimit");
+    assert!(status.success());
+    let mut writer = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    writer.write_all(b"SET b 2\r\n").expect("send");
+    assert_eq!(read_line_within(&writer, Duration::from_millis(500)), None, "no reply before the write is on disk");
+    assert_eq!(q::<String>(&mut c, &["GET", "a"]), "1", "reads go on");
+    let refused = redis::cmd("SET").arg("c").arg("3").query::<()>(&mut c).unwrap_err().to_string();
+    assert!(refused.contains("MISCONF") && refused.contains("Errors writing to the AOF file"), "{refused}");
+    let info: String = q(&mut c, &["INFO", "persistence"]);
+    assert!(info.contains("aof_last_write_status:err"), "{info}");
+    let status =
+        std::process::Command::new("prlimit").args(["--pid", &s.pid().to_string(), "--fsize=unlimited"]).status().expect("prlimit");
+    assert!(status.success());
+    assert_eq!(read_line_within(&writer, Duration::from_secs(5)).as_deref(), Some("+OK\r\n"), "the held reply leaves once written");
+    let _: () = q(&mut c, &["SET", "c", "3"]);
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(q::<Vec<String>>(&mut c, &["MGET", "a", "b", "c"]), ["1", "2", "3"]);
+}
