@@ -60,6 +60,15 @@ fn records(path: &Path) -> Vec<String> {
     out
 }
 
+/// Waits until no rewrite is in progress.
+fn wait_rewrite(c: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while q::<String>(c, &["INFO", "persistence"]).contains("aof_rewrite_in_progress:1") {
+        assert!(Instant::now() < deadline, "the rewrite never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
@@ -139,6 +148,7 @@ fn scripts_are_logged_whole_or_as_effects_and_evalsha_finds_its_body() {
 
     // After a rewrite the base holds the script table: EVALSHA stays EVALSHA.
     let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    wait_rewrite(&mut c);
     let _: i64 = q(&mut c, &["EVALSHA", &sha, "1", "k"]);
     let recs = records(&last_incr(&s));
     assert!(recs[1].ends_with(&format!("EVALSHA {sha} 1 k")), "{recs:?}");
@@ -363,6 +373,7 @@ fn a_corrupt_base_snapshot_is_refused_with_file_and_offset() {
     let mut c = s.client();
     write_everything(&mut c);
     let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    wait_rewrite(&mut c);
     let base = base_file(&s);
     s.kill9();
     let mut data = std::fs::read(&base).expect("read");

@@ -199,6 +199,7 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
     let mut records = 0;
     let mut counted = 0;
     let mut segment_start = 0;
+    let mut segment_records = 0;
     let mut time: Option<i64> = None;
     // Records of an open MULTI block, and the offset of its MULTI.
     let mut block: Option<(usize, Vec<Record<'a>>)> = None;
@@ -216,7 +217,10 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
             Step::Time(ms) => time = Some(ms),
             Step::Checkpoint(expected) => {
                 if crc(&data[segment_start..pos]) != expected {
-                    valid_len = valid_len.min(segment_start);
+                    if valid_len > segment_start {
+                        valid_len = segment_start;
+                        records = segment_records;
+                    }
                     break Some(Problem::Corrupt {
                         offset: segment_start,
                         reason: "Checksum mismatch in the segment starting here".into(),
@@ -226,6 +230,7 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
                 if block.is_none() {
                     valid_len = next;
                 }
+                segment_records = records;
             }
             Step::Command(argv) => {
                 let rec = Record { argv, time_ms: time.take(), offset: pos };

@@ -9,6 +9,7 @@
 pub mod file;
 pub mod format;
 pub mod manifest;
+pub mod rewrite;
 pub mod snapshot;
 
 use std::collections::HashSet;
@@ -54,7 +55,7 @@ impl AofDir {
         self.path.join(name)
     }
 
-    fn next_seq(&self) -> u64 {
+    pub fn next_seq(&self) -> u64 {
         let base = self.manifest.base.as_ref().map_or(0, |b| b.seq);
         let incr = self.manifest.incrs.last().map_or(0, |i| i.seq);
         base.max(incr) + 1
@@ -89,6 +90,29 @@ impl AofDir {
         Ok(self.file(&incr.name))
     }
 
+    /// Deletes what an interrupted rewrite left behind: temp files, and files of ours the
+    /// manifest does not name (a base renamed just before a crash, old files not yet
+    /// deleted). Returns the names removed.
+    pub fn remove_strays(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.path) else { return Vec::new() };
+        let m = &self.manifest;
+        let named: HashSet<&str> = m.base.iter().chain(m.incrs.iter()).map(|f| f.name.as_str()).collect();
+        let ours = |n: &str| {
+            n.starts_with("temp-")
+                || (n.starts_with(&format!("{}.", self.prefix))
+                    && (n.ends_with(".incr.aof") || n.contains(".base."))
+                    && !n.contains(".bak-"))
+        };
+        let mut removed = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if ours(&name) && !named.contains(name.as_str()) && std::fs::remove_file(e.path()).is_ok() {
+                removed.push(name);
+            }
+        }
+        removed
+    }
+
     /// Total bytes of the files the manifest names.
     pub fn total_size(&self) -> u64 {
         let m = &self.manifest;
@@ -111,6 +135,8 @@ pub struct AofStats {
 /// What INFO persistence shows of the log (kept in `ServerState` by the executor).
 #[derive(Debug, Default, Clone)]
 pub struct AofInfo {
+    pub rewrite_in_progress: bool,
+    pub current_rewrite_time_sec: i64,
     pub current_size: u64,
     pub base_size: u64,
     pub rewrites: u64,
@@ -138,6 +164,8 @@ pub struct Aof {
     /// Log offset of the start of the current incremental file.
     pub incr_origin: u64,
     pub policy: Fsync,
+    /// The rewrite in progress.
+    pub rewrite: Option<rewrite::Rewrite>,
 }
 
 impl Aof {
@@ -155,6 +183,7 @@ impl Aof {
             stats: AofStats { base_size, incr_at_base: incr_size, last_rewrite_ok: true, ..AofStats::default() },
             incr_origin,
             policy,
+            rewrite: None,
         })
     }
 
@@ -218,24 +247,66 @@ impl Aof {
         }
     }
 
-    /// Switches to a new generation whose base is `snapshot` (the caller encodes it with
-    /// the current keyspace and script table, after a flush).
-    pub fn rewrite(&mut self, snapshot: &[u8], scripts: &[(String, Bytes)]) -> std::io::Result<()> {
+    /// Begins a rewrite: opens a new incremental file (named by an intermediate manifest
+    /// after the current ones, so a crash from here on loads old base + old logs + new log)
+    /// and starts serializing the snapshot as of now. The caller has flushed the buffer.
+    pub fn begin_rewrite(&mut self, ks: &mut crate::db::Keyspace, scripts: &[(String, Bytes)]) -> std::io::Result<()> {
+        let seq = self.dir.next_seq();
+        let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.dir.prefix), seq };
+        let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.dir.prefix), seq };
+        std::fs::File::create(self.dir.file(&incr.name))?.sync_all()?;
+        manifest::sync_dir(&self.dir.path)?;
+        let mut next = self.dir.manifest.clone();
+        next.incrs.push(incr.clone());
+        next.store(&self.dir.path, &self.dir.manifest_name())?;
+        self.dir.manifest = next;
         self.log.sync()?;
-        let incr = self.dir.new_generation(snapshot)?;
         let origin = self.offset();
-        self.log = LogFile::open(&incr, self.policy)?;
+        self.log = LogFile::open(&self.dir.file(&incr.name), self.policy)?;
         self.incr_origin = origin;
         self.selected_db = None;
-        self.epoch_scripts = scripts.iter().map(|(sha, _)| sha.clone()).collect();
+        // A mark no entry carries yet (the databases remember the last one used).
+        let epoch = ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0).wrapping_add(1).max(1);
+        let temp = self.dir.file(&format!("temp-{}", base.name));
+        self.rewrite = Some(rewrite::Rewrite::start(ks, scripts, origin, epoch, temp, base, incr)?);
+        Ok(())
+    }
+
+    /// Completes a rewrite whose snapshot is written: the manifest switches to the new base
+    /// and the new incremental file, then the old files go.
+    pub fn finish_rewrite(&mut self, rw: rewrite::Rewrite) -> std::io::Result<()> {
+        std::fs::rename(&rw.temp_path, self.dir.file(&rw.base.name))?;
+        manifest::sync_dir(&self.dir.path)?;
+        let old = std::mem::replace(&mut self.dir.manifest, Manifest { base: Some(rw.base.clone()), incrs: vec![rw.incr.clone()] });
+        if let Err(e) = self.dir.manifest.store(&self.dir.path, &self.dir.manifest_name()) {
+            self.dir.manifest = old;
+            return Err(e);
+        }
+        for f in old.base.iter().chain(old.incrs.iter()).filter(|f| f.name != rw.incr.name) {
+            let _ = std::fs::remove_file(self.dir.file(&f.name));
+        }
+        if !rw.scripts_flushed {
+            self.epoch_scripts.extend(rw.scripts.iter().cloned());
+        }
         self.stats.base_size = self.dir.total_size();
-        self.stats.incr_at_base = 0;
+        self.stats.incr_at_base = self.log.size;
         self.stats.rewrites += 1;
         Ok(())
     }
 
+    /// Gives a rewrite up (write error, shutdown): the intermediate manifest stays valid.
+    pub fn abandon_rewrite(&mut self) {
+        if let Some(rw) = self.rewrite.take() {
+            let path = rw.temp_path.clone();
+            drop(rw);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     pub fn info(&self) -> AofInfo {
         AofInfo {
+            rewrite_in_progress: self.rewrite.is_some(),
+            current_rewrite_time_sec: self.rewrite.as_ref().map_or(-1, |r| r.started.elapsed().as_secs() as i64),
             current_size: self.stats.base_size.saturating_sub(self.stats.incr_at_base) + self.log.size,
             base_size: self.stats.base_size,
             rewrites: self.stats.rewrites,

@@ -2,13 +2,13 @@
 //!
 //! ```text
 //! magic "VMLNSNAP" | version u32 LE | flags u32 LE (0) | log offset u64 LE |
-//! payload length u64 LE | payload (bincode 2, standard config) | CRC-64 u64 LE
+//! payload (bincode 2, standard config) | CRC-64 u64 LE
 //! ```
-//! The CRC (crc64fast, Jones polynomial as Redis uses) covers every byte before it. The
-//! payload is `scripts: u64 count, then each body as bytes`, then per non-empty database
-//! `db: u32, count: u64, entries`, ended by `u32::MAX`. An entry is `key bytes,
-//! expire Option<i64> (absolute ms), type u8 (Redis's type numbers), value` (see
-//! [`encode_entry`]). Bincode is used only here.
+//! The CRC (crc64fast, Jones polynomial as Redis uses) covers every byte before it; the file
+//! size bounds the payload. The payload is the script table (`u64 count`, then each body as
+//! bytes), then the keys, each `db: u32` followed by the entry (see [`encode_entry`]), ended
+//! by `u32::MAX`. Keys carry their database so a rewrite can write them in any order (a key
+//! about to change is written ahead of the others). Bincode is used only here.
 
 use bytes::Bytes;
 
@@ -21,7 +21,7 @@ use crate::db::{StrEncoding, StrValue, Value};
 
 pub const MAGIC: &[u8; 8] = b"VMLNSNAP";
 pub const VERSION: u32 = 1;
-const HEADER: usize = 8 + 4 + 4 + 8 + 8;
+const HEADER: usize = 8 + 4 + 4 + 8;
 const END_OF_DBS: u32 = u32::MAX;
 
 const T_STR: u8 = 0;
@@ -58,9 +58,11 @@ impl Enc {
     }
 }
 
-/// Serializes one key's value (the unit of work of an incremental rewrite).
-pub fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+/// Serializes one key (the unit of work of an incremental rewrite): `db u32`, key bytes,
+/// expiry `Option<i64>` (absolute ms), type u8 (Redis's type numbers), then the value.
+pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
     let mut e = Enc(std::mem::take(out));
+    e.put(&(db as u32));
     e.put(key);
     e.put(&entry.expire_at);
     match &entry.value {
@@ -103,36 +105,37 @@ pub fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     *out = e.0;
 }
 
-/// Writes a whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`.
-pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
-    let mut payload = Enc(Vec::new());
-    payload.put(&(scripts.len() as u64));
-    for s in scripts {
-        payload.put(&s[..]);
-    }
-    for (i, db) in ks.dbs.iter().enumerate() {
-        if db.is_empty() {
-            continue;
-        }
-        payload.put(&(i as u32));
-        payload.put(&(db.len() as u64));
-        for (key, entry) in db.iter() {
-            encode_entry(&mut payload.0, key, entry);
-        }
-    }
-    payload.put(&END_OF_DBS);
-    assemble(&payload.0, log_offset)
-}
-
-/// Header + payload + CRC.
-pub fn assemble(payload: &[u8], log_offset: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + payload.len() + 8);
+/// The header and the script table: the start of every snapshot.
+pub fn encode_start(scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + 64);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.extend_from_slice(&log_offset.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(payload);
+    let mut e = Enc(out);
+    e.put(&(scripts.len() as u64));
+    for s in scripts {
+        e.put(&s[..]);
+    }
+    e.0
+}
+
+/// The end-of-keys marker (the CRC follows it).
+pub fn encode_end(out: &mut Vec<u8>) {
+    let mut e = Enc(std::mem::take(out));
+    e.put(&END_OF_DBS);
+    *out = e.0;
+}
+
+/// A whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`, in one go.
+pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
+    let mut out = encode_start(scripts, log_offset);
+    for (i, db) in ks.dbs.iter().enumerate() {
+        for (key, entry) in db.iter() {
+            encode_entry(&mut out, i, key, entry);
+        }
+    }
+    encode_end(&mut out);
     let crc = super::format::crc(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -244,7 +247,7 @@ impl<'a> Dec<'a> {
     }
 }
 
-/// Checks the frame (magic, version, length, CRC) and returns the payload's bounds.
+/// Checks the frame (magic, version, CRC) and returns the log offset and the payload's bounds.
 pub fn check_frame(data: &[u8]) -> Result<(u64, std::ops::Range<usize>), SnapshotError> {
     let bad = |offset: usize, reason: &str| Err(SnapshotError { offset, reason: reason.into() });
     if data.len() < HEADER + 8 {
@@ -259,16 +262,11 @@ pub fn check_frame(data: &[u8]) -> Result<(u64, std::ops::Range<usize>), Snapsho
     if version == 0 || version > VERSION {
         return bad(8, &format!("snapshot format version {version} is not supported (this server reads 1 to {VERSION})"));
     }
-    let log_offset = long(16);
-    let len = long(24);
-    if len != (data.len() - HEADER - 8) as u64 {
-        return bad(24, "payload length does not match the file size");
-    }
     let end = data.len() - 8;
     if super::format::crc(&data[..end]) != long(end) {
         return bad(end, "CRC-64 mismatch");
     }
-    Ok((log_offset, HEADER..end))
+    Ok((long(16), HEADER..end))
 }
 
 /// Decodes a snapshot, inserting every key into `ks`.
@@ -305,13 +303,11 @@ pub fn decode_with(
         if db as usize >= databases {
             return Err(SnapshotError { offset: at, reason: format!("database {db} out of range (databases {databases})") });
         }
-        for _ in 0..d.count()? {
-            let key = Bytes::copy_from_slice(d.bytes()?);
-            let expire_at: Option<i64> = d.get()?;
-            let value = d.value(limits)?;
-            sink(db as usize, key, value, expire_at);
-            keys += 1;
-        }
+        let key = Bytes::copy_from_slice(d.bytes()?);
+        let expire_at: Option<i64> = d.get()?;
+        let value = d.value(limits)?;
+        sink(db as usize, key, value, expire_at);
+        keys += 1;
     }
     if d.pos != range.end {
         return Err(d.err("trailing bytes after the last database"));

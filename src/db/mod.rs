@@ -41,12 +41,16 @@ pub struct Entry {
     pub value: Value,
     pub expire_at: Option<i64>,
     pub lru: u32,
+    /// The snapshot epoch this entry belongs to: during a log rewrite, an entry whose mark
+    /// differs from the rewrite's epoch existed when it began and is not serialized yet
+    /// (its value is then still the one of that moment). Fits in the struct's padding.
+    pub snap: u32,
 }
 
 impl Entry {
     /// A new entry, last accessed at `now_ms`, with the initial LFU counter.
     pub fn new(value: Value, expire_at: Option<i64>, now_ms: i64) -> Entry {
-        Entry { value, expire_at, lru: lru_clock(now_ms) }
+        Entry { value, expire_at, lru: lru_clock(now_ms), snap: 0 }
     }
 
     /// The LRU clock of the last access.
@@ -120,6 +124,8 @@ pub struct Db {
     /// The LRU clock as of the latest lookup in this database: [`Db::insert`] uses it for
     /// an entry created with `lru == 0` (callers that do not track access time).
     clock: u32,
+    /// The mark new entries get (the running rewrite's epoch: they are not part of it).
+    pub snap_epoch: u32,
 }
 
 /// What a key costs besides its bytes and its value's own estimate: the table slot (the
@@ -164,7 +170,7 @@ impl Db {
         if let Some(old) = self.keys.get(&key) {
             self.mem -= entry_mem(&key, old);
         }
-        let entry = Entry { value, expire_at, lru };
+        let entry = Entry { value, expire_at, lru, snap: self.snap_epoch };
         self.mem += entry_mem(&key, &entry);
         if expire_at.is_some() {
             self.volatile.insert(key.clone(), ());
@@ -177,7 +183,7 @@ impl Db {
     /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
     /// RENAME and MOVE do with the object they carry over.
     pub fn insert_entry(&mut self, key: Bytes, entry: Entry) {
-        let Entry { value, expire_at, lru } = entry;
+        let Entry { value, expire_at, lru, .. } = entry;
         self.insert(key, value, expire_at, lru);
     }
 
@@ -241,15 +247,27 @@ impl Db {
     /// Removes every key; returns how many there were.
     pub fn clear(&mut self) -> usize {
         let n = self.keys.len();
-        let clock = self.clock;
+        let (clock, snap_epoch) = (self.clock, self.snap_epoch);
         *self = Db::default();
         self.clock = clock;
+        self.snap_epoch = snap_epoch;
         n
     }
 
     /// Advances the clock [`Db::insert`] falls back on.
     pub fn set_clock(&mut self, now_ms: i64) {
         self.clock = lru_clock(now_ms);
+    }
+
+    /// The key and entry at a dense position (a rewrite walks positions downwards: a removal
+    /// moves the last entry into the hole, which is then never a position still to visit).
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut Entry)> {
+        self.keys.slot_at_mut(index)
+    }
+
+    /// The dense position of `key`.
+    pub fn position(&self, key: &[u8]) -> Option<usize> {
+        self.keys.position(key)
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
@@ -592,7 +610,7 @@ mod tests {
         assert_eq!(e.lfu_counter(T0 + 5_000 + 3 * 60_000, 0), 7);
         assert_eq!(e.lfu_counter(T0 + 5_000 + 600 * 60_000, 1), 0);
         // The 24-bit clock wraps like Redis's.
-        let wrap = Entry { value: Value::string("v"), expire_at: None, lru: LRU_CLOCK_MAX - 1 };
+        let wrap = Entry { value: Value::string("v"), expire_at: None, lru: LRU_CLOCK_MAX - 1, snap: 0 };
         let now = ((LRU_CLOCK_MAX as i64 + 1) * 7 + 3) * 1000;
         assert_eq!(wrap.idle_ms(now), 4_000);
     }

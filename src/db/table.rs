@@ -183,6 +183,10 @@ impl<V> KeyTable<V> {
     }
 
     /// The entry at dense position `index` (for uniform random sampling).
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut V)> {
+        self.entries.get_mut(index).map(|s| (&s.key, &mut s.value))
+    }
+
     pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &V)> {
         self.entries.get(index).map(|s| (&s.key, &s.value))
     }

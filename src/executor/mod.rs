@@ -115,6 +115,9 @@ pub struct Executor {
 /// server).
 const USED_MEMORY_BASELINE: usize = 1024 * 1024;
 
+/// How long one slice of a log rewrite may hold the executor.
+const REWRITE_SLICE_US: u64 = 500;
+
 /// Requests handled per turn before replies are released (bounds reply latency).
 const MAX_BATCH: usize = 4096;
 
@@ -179,6 +182,13 @@ impl Executor {
             if let Some(&(deadline, _)) = self.timeouts.first() {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
+            }
+            if self.rewriting() {
+                // A rewrite in progress: serialize a slice, and come back at once if idle.
+                self.rewrite_tick(Duration::from_micros(REWRITE_SLICE_US));
+                if self.rewriting() {
+                    wait = Duration::ZERO;
+                }
             }
             match inbox.next(wait) {
                 Ok(req) => {
@@ -546,6 +556,9 @@ impl Executor {
     /// script's time counts as its EVAL's).
     fn run_command(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes], timed: bool) -> Reply {
         client.last_cmd = cmd.name;
+        if cmd.has(Flag::Write) && self.rewriting() {
+            self.capture_before_write(client.db, cmd, args);
+        }
         let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
         let start = timed.then(Instant::now);

@@ -189,6 +189,9 @@ impl Executor {
             }
             "script|flush" if !reply.is_error() => {
                 aof.epoch_scripts.clear();
+                if let Some(rw) = aof.rewrite.as_mut() {
+                    rw.scripts_flushed = true;
+                }
                 self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
             }
             _ => {}
@@ -306,6 +309,9 @@ impl Executor {
         let mut dir = self.aof_dir();
         let policy = Fsync::parse(self.server.config.get("appendfsync"));
         let mut aof = if dir.read_manifest()? {
+            for name in dir.remove_strays() {
+                log::notice(&format!("Removed {name}, left behind by an interrupted rewrite"));
+            }
             let (incr, origin) = self.load_dir(&mut dir)?;
             let mut aof =
                 Aof::open(dir, &incr, policy, origin).map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
@@ -479,24 +485,85 @@ impl Executor {
         None
     }
 
-    /// BGREWRITEAOF: a new base snapshot of the keyspace and the script table, a new
-    /// incremental file, the manifest switched atomically, the old files deleted.
+    /// BGREWRITEAOF: starts a rewrite (a new incremental file now, the new base snapshot
+    /// serialized between batches by `rewrite_tick`).
     pub(super) fn rewrite_aof(&mut self) -> Result<(), String> {
-        let started = Instant::now();
         let scripts = self.script_table();
-        let bodies: Vec<Bytes> = scripts.iter().map(|(_, body)| body.clone()).collect();
         let Some(aof) = self.aof.as_mut() else { return Err("ERR the append only file is off".into()) };
-        aof.flush()?;
-        let snap = snapshot::encode(&self.ks, &bodies, aof.offset());
-        let result = aof.rewrite(&snap, &scripts).map_err(|e| format!("ERR Background AOF rewrite failed: {e}"));
-        aof.stats.last_rewrite_ok = result.is_ok();
-        aof.stats.last_rewrite_ms = Some(started.elapsed().as_millis() as u64);
-        self.server.aof_info = Some(aof.info());
-        match &result {
-            Ok(()) => log::notice(&format!("Background AOF rewrite finished successfully ({} ms)", started.elapsed().as_millis())),
-            Err(e) => log::warning(e),
+        if aof.rewrite.is_some() {
+            return Err("ERR Background append only file rewriting already in progress".into());
         }
-        result
+        aof.flush()?;
+        if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripts) {
+            aof.stats.last_rewrite_ok = false;
+            log::warning(&format!("Can't rewrite append only file in background: {e}"));
+            return Err(format!("ERR Background AOF rewrite failed: {e}"));
+        }
+        log::notice("Background append only file rewriting started");
+        self.server.aof_info = Some(aof.info());
+        Ok(())
+    }
+
+    /// Whether a rewrite is serializing now (the executor then keeps stepping it).
+    pub(super) fn rewriting(&self) -> bool {
+        self.aof.as_ref().is_some_and(|a| a.rewrite.is_some())
+    }
+
+    /// One slice of the running rewrite (about `budget`), and its completion once the
+    /// writer thread is done.
+    pub(super) fn rewrite_tick(&mut self, budget: std::time::Duration) {
+        let Some(aof) = self.aof.as_mut() else { return };
+        let Some(rw) = aof.rewrite.as_mut() else { return };
+        if !rw.walked() {
+            rw.step(&mut self.ks, budget);
+            return;
+        }
+        let Some(result) = rw.poll() else { return };
+        self.end_rewrite(result);
+    }
+
+    fn end_rewrite(&mut self, result: Result<u64, String>) {
+        let Some(aof) = self.aof.as_mut() else { return };
+        let Some(rw) = aof.rewrite.take() else { return };
+        let (ms, keys) = (rw.started.elapsed().as_millis() as u64, rw.keys);
+        let temp = rw.temp_path.clone();
+        let result = result.and_then(|_| aof.finish_rewrite(rw).map_err(|e| e.to_string()));
+        aof.stats.last_rewrite_ok = result.is_ok();
+        aof.stats.last_rewrite_ms = Some(ms);
+        match result {
+            Ok(()) => log::notice(&format!("Background AOF rewrite finished successfully ({keys} keys, {ms} ms)")),
+            Err(e) => {
+                let _ = std::fs::remove_file(temp);
+                log::warning(&format!("Background AOF rewrite failed: {e}"));
+            }
+        }
+        self.server.aof_info = Some(aof.info());
+    }
+
+    /// Runs a rewrite to its end now (DEBUG RELOAD).
+    fn rewrite_now(&mut self) -> Result<(), String> {
+        if !self.rewriting() {
+            self.rewrite_aof()?;
+        }
+        let Some(rw) = self.aof.as_mut().and_then(|a| a.rewrite.as_mut()) else { return Ok(()) };
+        rw.complete_walk(&mut self.ks);
+        let result = rw.wait();
+        self.end_rewrite(result.clone());
+        result.map(|_| ()).map_err(|e| format!("ERR Background AOF rewrite failed: {e}"))
+    }
+
+    /// Before a write command runs during a rewrite: the keys it may change are serialized
+    /// first (or, when they are not known in advance, every remaining key).
+    pub(super) fn capture_before_write(&mut self, db: usize, cmd: &CommandSpec, args: &[Bytes]) {
+        let Some(rw) = self.aof.as_mut().and_then(|a| a.rewrite.as_mut()) else { return };
+        match keys_written(cmd, args) {
+            Some(positions) => {
+                for p in positions {
+                    rw.capture(&mut self.ks, db, &args[p]);
+                }
+            }
+            None => rw.complete_walk(&mut self.ks),
+        }
     }
 
     /// CONFIG SET appendonly / appendfsync. Turning the log on writes a new generation from
@@ -541,7 +608,7 @@ impl Executor {
         let min = self.server.config.get_int("auto-aof-rewrite-min-size").max(0) as u64;
         let size = aof.dir.total_size();
         let base = aof.stats.base_size.max(1);
-        if pct > 0 && size > min && (size - base.min(size)) * 100 / base >= pct as u64 {
+        if aof.rewrite.is_none() && pct > 0 && size > min && (size - base.min(size)) * 100 / base >= pct as u64 {
             log::notice(&format!("Starting automatic rewriting of AOF on {}% growth", (size - base.min(size)) * 100 / base));
             let _ = self.rewrite_aof();
         }
@@ -551,6 +618,7 @@ impl Executor {
     pub(super) fn close_aof(&mut self) {
         self.commit_pending();
         if let Some(aof) = self.aof.as_mut() {
+            aof.abandon_rewrite();
             if let Err(e) = aof.flush() {
                 log::warning(&format!("Error writing the AOF on shutdown: {e}"));
             }
@@ -578,7 +646,7 @@ impl Executor {
             return Err("ERR the append only file is off".into());
         }
         if rewrite_first {
-            self.rewrite_aof()?;
+            self.rewrite_now()?;
         }
         self.close_aof();
         let stats = self.aof.take().map(|a| a.stats);
@@ -595,6 +663,25 @@ impl Executor {
             aof.stats.last_rewrite_ms = old.last_rewrite_ms;
         }
         Ok(())
+    }
+}
+
+/// The argument positions of the keys a write command may change, or None when they are
+/// not known before it runs (the caller then serializes everything first).
+fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+    let numkeys_at = |at: usize| -> Option<Vec<usize>> {
+        let n = args.get(at).and_then(|n| crate::util::parse_i64(n))?.max(0) as usize;
+        Some((at + 1..(at + 1 + n).min(args.len())).collect())
+    };
+    match cmd.name {
+        "lmpop" | "zmpop" => numkeys_at(1),
+        "blmpop" | "bzmpop" => numkeys_at(2),
+        // Destinations outside the legacy key positions, or a whole database.
+        "sort" | "georadius" | "georadiusbymember" | "swapdb" => None,
+        "copy" if args.len() > 3 => None,
+        "flushall" | "flushdb" => Some(Vec::new()),
+        _ if cmd.first_key <= 0 => None,
+        _ => Some(cmd.key_positions(args.len())),
     }
 }
 
