@@ -17,7 +17,7 @@ RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 RPID=$!
-target/release/vermilion-server --port "$VPORT" --dir "$WORK" >/dev/null 2>&1 &
+target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do

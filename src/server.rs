@@ -185,8 +185,13 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     // answers every command during loading.
     if protocol_error.is_none() && exec.limits.loading.load(Ordering::Acquire) && flags.inflight.load(Ordering::Acquire) == 0 {
         let mut bytes = Vec::new();
-        for _ in &cmds {
-            bytes.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
+        for cmd in &cmds {
+            if cmd.first().is_some_and(|c| c.eq_ignore_ascii_case(b"info")) {
+                let text = exec.limits.loading_info();
+                bytes.extend_from_slice(format!("${}\r\n{text}\r\n", text.len()).as_bytes());
+            } else {
+                bytes.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
+            }
         }
         return Dispatch::Answered(bytes);
     }

@@ -36,9 +36,27 @@ pub struct SharedLimits {
     pub auth_required: AtomicBool,
     /// The dataset is being loaded: connection tasks answer LOADING.
     pub loading: AtomicBool,
+    /// Loading progress, for INFO during loading (answered by the connection tasks).
+    pub loading_start_secs: AtomicI64,
+    pub loading_total_bytes: AtomicU64,
+    pub loading_loaded_bytes: AtomicU64,
 }
 
 impl SharedLimits {
+    /// INFO's persistence section while loading (the executor is busy replaying; the
+    /// connection task answers from these counters).
+    pub fn loading_info(&self) -> String {
+        let total = self.loading_total_bytes.load(Ordering::Relaxed);
+        let loaded = self.loading_loaded_bytes.load(Ordering::Relaxed).min(total);
+        let start = self.loading_start_secs.load(Ordering::Relaxed);
+        let elapsed = (crate::clock::now_ms() / 1000 - start).max(0);
+        let perc = if total > 0 { loaded as f64 * 100.0 / total as f64 } else { 0.0 };
+        let eta = if loaded > 0 { ((total - loaded) as f64 * elapsed as f64 / loaded as f64) as i64 } else { 1 };
+        format!(
+            "# Persistence\r\nloading:1\r\nasync_loading:0\r\nloading_start_time:{start}\r\nloading_total_bytes:{total}\r\nloading_rdb_used_mem:0\r\nloading_loaded_bytes:{loaded}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n"
+        )
+    }
+
     pub fn from_config(config: &Config) -> Self {
         SharedLimits {
             proto_max_bulk_len: AtomicI64::new(config.get_int("proto-max-bulk-len")),
@@ -47,6 +65,9 @@ impl SharedLimits {
             connected: AtomicU64::new(0),
             auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
             loading: AtomicBool::new(false),
+            loading_start_secs: AtomicI64::new(0),
+            loading_total_bytes: AtomicU64::new(0),
+            loading_loaded_bytes: AtomicU64::new(0),
         }
     }
 

@@ -460,3 +460,55 @@ fn a_failing_disk_refuses_writes_keeps_reads_and_recovers() {
     let mut c = s.client();
     assert_eq!(q::<Vec<String>>(&mut c, &["MGET", "a", "b", "c"]), ["1", "2", "3"]);
 }
+
+#[test]
+fn clients_get_loading_while_the_log_replays_and_info_shows_progress() {
+    let mut s = Server::start(&[]);
+    let mut c = s.client();
+    for chunk in 0..60 {
+        let mut p = redis::pipe();
+        for i in 0..5_000 {
+            p.cmd("SET").arg(format!("k{chunk}:{i}")).arg(i).ignore();
+        }
+        let _: () = p.query(&mut c).expect("load");
+    }
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut c);
+    assert!(s.wait_exit(Duration::from_secs(10)));
+    let port = common::free_port();
+    let mut child = std::process::Command::new(common::vermilion_bin())
+        .args(["--port", &port.to_string(), "--dir"])
+        .arg(s.dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut saw_loading, mut saw_info) = (false, false);
+    loop {
+        assert!(Instant::now() < deadline, "never loaded");
+        let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        };
+        conn.write_all(b"PING\r\n").expect("send");
+        let line = read_line_within(&conn, Duration::from_secs(30)).unwrap_or_default();
+        if line == "+PONG\r\n" {
+            break;
+        }
+        assert_eq!(line, "-LOADING Redis is loading the dataset in memory\r\n");
+        saw_loading = true;
+        conn.write_all(b"INFO persistence\r\n").expect("send");
+        let mut reader = BufReader::new(&conn);
+        let mut header = String::new();
+        let _ = reader.read_line(&mut header);
+        if let Some(len) = header.strip_prefix('$').and_then(|n| n.trim().parse::<usize>().ok()) {
+            let mut body = vec![0u8; len + 2];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("loading:1\r\n") && text.contains("loading_loaded_perc:") && text.contains("loading_eta_seconds:"), "{text}");
+            saw_info = true;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(saw_loading && saw_info, "a client connecting during the load got -LOADING and INFO's loading fields");
+}

@@ -106,6 +106,8 @@ pub struct Executor {
     loaded_epoch: std::collections::HashSet<String>,
     /// Clients whose replies wait for a failed log write to succeed.
     held: Vec<ClientId>,
+    /// Bytes loaded so far and when progress was last logged.
+    loading_progress: (u64, Instant),
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -146,6 +148,7 @@ impl Executor {
             replay_time_ms: None,
             loaded_epoch: Default::default(),
             held: Vec::new(),
+            loading_progress: (0, Instant::now()),
             now_ms: crate::clock::now_ms(),
         }
     }

@@ -8,6 +8,7 @@
 //! written (and synced, per `appendfsync`) by `flush_log` before any reply of the batch
 //! leaves (`release_replies`).
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -338,16 +339,21 @@ impl Executor {
     /// incremental file (created if the manifest names none) and its log origin.
     fn load_dir(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
         self.loading = true;
-        self.server.limits.loading.store(true, std::sync::atomic::Ordering::Release);
+        self.server.limits.loading.store(true, Ordering::Release);
         let result = self.load_files(dir);
         self.loading = false;
-        self.server.limits.loading.store(false, std::sync::atomic::Ordering::Release);
+        self.server.limits.loading.store(false, Ordering::Release);
         self.now_ms = crate::clock::now_ms();
         result
     }
 
     fn load_files(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
         let mut origin = 0;
+        let shared = self.server.limits.clone();
+        shared.loading_start_secs.store(crate::clock::now_ms() / 1000, Ordering::Relaxed);
+        shared.loading_total_bytes.store(dir.total_size(), Ordering::Relaxed);
+        shared.loading_loaded_bytes.store(0, Ordering::Relaxed);
+        self.loading_progress = (0, Instant::now());
         self.loaded_epoch.clear();
         if let Some(base) = dir.manifest.base.clone() {
             let path = dir.file(&base.name);
@@ -364,6 +370,8 @@ impl Executor {
                     }
                 }
                 log::notice(&format!("Loading base snapshot {}: {} keys, {} scripts", base.name, loaded.keys, loaded.scripts.len()));
+                self.loading_progress.0 += data.len() as u64;
+                shared.loading_loaded_bytes.store(self.loading_progress.0, Ordering::Relaxed);
                 origin = loaded.log_offset;
             } else {
                 // A base of plain commands (Redis's .base.aof form without an RDB preamble).
@@ -420,11 +428,17 @@ impl Executor {
         }
         let mut loader = self.loader_client();
         let mut failure = None;
+        let (file_start, mut count) = (self.loading_progress.0, 0u64);
         format::replay_checked(&data[..verdict.valid_len], |rec| {
+            count += 1;
+            if count.is_multiple_of(4096) {
+                self.report_loading(file_start + rec.offset as u64);
+            }
             if failure.is_none() {
                 failure = self.replay_record(&mut loader, rec);
             }
         });
+        self.report_loading(file_start + data.len() as u64);
         if let Some(err) = failure {
             return Err(format!("{err} reading the append only file {name}"));
         }
@@ -445,6 +459,18 @@ impl Executor {
             return Ok(verdict.valid_len as u64);
         }
         Ok(size)
+    }
+
+    /// Publishes loading progress (INFO) and logs it about once a second.
+    fn report_loading(&mut self, loaded: u64) {
+        let limits = &self.server.limits;
+        self.loading_progress.0 = loaded;
+        limits.loading_loaded_bytes.store(loaded, Ordering::Relaxed);
+        if self.loading_progress.1.elapsed() >= std::time::Duration::from_secs(1) {
+            self.loading_progress.1 = Instant::now();
+            let total = limits.loading_total_bytes.load(Ordering::Relaxed).max(1);
+            log::notice(&format!("Loading the append only file: {:.1}% ({loaded} of {total} bytes)", loaded as f64 * 100.0 / total as f64));
+        }
     }
 
     /// The client records are replayed through: authenticated, never blocking.
