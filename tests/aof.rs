@@ -512,3 +512,43 @@ fn clients_get_loading_while_the_log_replays_and_info_shows_progress() {
     let _ = child.wait();
     assert!(saw_loading && saw_info, "a client connecting during the load got -LOADING and INFO's loading fields");
 }
+
+#[test]
+fn sigterm_writes_and_fsyncs_everything_before_exiting() {
+    let mut s = Server::start(&["--appendfsync", "no"]);
+    let mut c = s.client();
+    for i in 0..100 {
+        let _: () = q(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    let before = digest(&mut c);
+    let status = std::process::Command::new("kill").args(["-TERM", &s.pid().to_string()]).status().expect("kill");
+    assert!(status.success());
+    assert!(s.wait_exit(Duration::from_secs(5)), "SIGTERM stops the server");
+    s.restart(&[]);
+    assert_eq!(digest(&mut s.client()), before);
+}
+
+#[test]
+fn config_set_appendonly_turns_the_log_on_and_off_at_runtime() {
+    let mut s = Server::start(&["--appendonly", "no"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "before", "1"]);
+    assert!(!aof_dir(&s).exists());
+    let _: () = q(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
+    let _: () = q(&mut c, &["CONFIG", "SET", "appendfsync", "always"]);
+    assert!(base_file(&s).exists(), "turning the log on writes a base of the data in memory");
+    let _: () = q(&mut c, &["SET", "after", "2"]);
+    let info: String = q(&mut c, &["INFO", "persistence"]);
+    assert!(info.contains("aof_enabled:1"), "{info}");
+    let expected = digest(&mut c);
+    s.restart(&["--appendonly", "yes"]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), expected);
+    let _: () = q(&mut c, &["CONFIG", "SET", "appendonly", "no"]);
+    let _: () = q(&mut c, &["SET", "unlogged", "3"]);
+    let info: String = q(&mut c, &["INFO", "persistence"]);
+    assert!(info.contains("aof_enabled:0"), "{info}");
+    s.restart(&["--appendonly", "yes"]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), expected, "writes made with the log off are not in it");
+}

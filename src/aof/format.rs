@@ -113,7 +113,7 @@ fn number(data: &[u8], mut pos: usize, what: char) -> Result<(i64, usize), StepE
     if pos == data.len() || (pos + 1 == data.len() && data[pos] == b'\r') {
         return Err(StepError::Eof);
     }
-    if pos == start + neg as usize || &data[pos..pos + 2] != b"\r\n" {
+    if pos == start + neg as usize || data.get(pos..pos + 2) != Some(b"\r\n".as_slice()) {
         return Err(StepError::Bad(pos, format!("Expected a number followed by \\r\\n after '{what}'")));
     }
     Ok((if neg { -v } else { v }, pos + 2))
@@ -372,6 +372,14 @@ mod tests {
         let v = check(&log(&[&["SET", "a", "1"], &["MULTI"], &["MULTI"]]));
         assert!(matches!(v.problem, Some(Problem::Corrupt { .. })));
         assert_eq!(v.records, 1);
+    }
+
+    #[test]
+    fn a_number_cut_after_a_stray_byte_is_corruption_not_a_panic() {
+        // Found by the aof_log fuzz target: "*1x" at the very end.
+        assert!(matches!(check(b"*1x").problem, Some(Problem::Corrupt { .. })));
+        assert!(matches!(check(b"*1\r").problem, Some(Problem::Truncated { .. })));
+        assert!(matches!(check(b"*1\r\n$3x").problem, Some(Problem::Corrupt { .. })));
     }
 
     #[test]
