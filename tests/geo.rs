@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::diff::{Cmp, DiffPair};
+use common::Rng;
 
 const BASICS: &[&str] = &[
     "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
@@ -302,30 +303,6 @@ fn venues_data_set() {
     d.check_raw(&resp, commands, Cmp::Exact).unwrap();
     d.assert_script("venue checks", &["ZCARD venues", "ZCARD stations", "SCARD line:rer-c", "EXISTS event:surfing"]);
     d.assert_script("venue examples", VENUE_EXAMPLES);
-}
-
-/// xorshift64*.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
 }
 
 fn seed() -> u64 {

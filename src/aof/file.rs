@@ -100,10 +100,17 @@ impl LogFile {
             let _ = self.shared.file.set_len(self.size);
             return Err(e);
         }
+        if policy == Fsync::Always {
+            if let Err(e) = self.shared.file.sync_data() {
+                // Not known to be on disk: cut it off again, so the retry (which writes the
+                // same records) cannot leave them twice.
+                let _ = self.shared.file.set_len(self.size);
+                return Err(e);
+            }
+        }
         self.size += bytes.len() as u64;
         self.shared.written.store(self.size, Ordering::Release);
         if policy == Fsync::Always {
-            self.shared.file.sync_data()?;
             self.shared.synced.store(self.size, Ordering::Release);
         }
         Ok(())
@@ -136,6 +143,19 @@ impl LogFile {
     pub fn fsync_in_progress(&self) -> bool {
         self.shared.fsync_since.load(Ordering::Acquire) != 0
     }
+}
+
+/// Cuts a log file back to `len` and appends `seal` (the checkpoint closing what remains,
+/// see `format::seal`), then fsyncs it.
+pub fn cut_and_seal(path: &Path, len: u64, seal: Option<&[u8]>) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.set_len(len)?;
+    if let Some(line) = seal {
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(len))?;
+        f.write_all(line)?;
+    }
+    f.sync_all()
 }
 
 impl Drop for LogFile {

@@ -67,6 +67,9 @@ pub struct Verdict {
     pub problem: Option<Problem>,
     /// Records in the valid prefix (MULTI and EXEC count).
     pub records: usize,
+    /// Where the last segment starts (the end of the last checkpoint line): bytes of the
+    /// valid prefix past it are not covered by a checksum yet (see [`seal`]).
+    pub tail_start: usize,
 }
 
 /// One record handed to [`replay`]'s callback.
@@ -205,7 +208,12 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
     let mut block: Option<(usize, Vec<Record<'a>>)> = None;
     let problem = loop {
         if pos == data.len() {
-            break if let Some((multi_at, _)) = block { Some(Problem::Truncated { offset: multi_at }) } else { None };
+            // An open MULTI block, or an annotation with no record after it, is a torn tail.
+            break match block {
+                Some((multi_at, _)) => Some(Problem::Truncated { offset: multi_at }),
+                None if valid_len < pos => Some(Problem::Truncated { offset: valid_len }),
+                None => None,
+            };
         }
         let (item, next) = match step(data, pos) {
             Ok(x) => x,
@@ -266,7 +274,22 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
         (Some(_), Some((multi_at, _))) => valid_len.min(*multi_at),
         _ => valid_len,
     };
-    Verdict { valid_len, problem, records }
+    Verdict { valid_len, problem, records, tail_start: segment_start }
+}
+
+/// The checkpoint line that closes the unsealed tail of a log cut at `valid_len`, if it has
+/// one: appended after a truncation (or to a file written without checkpoints) so that the
+/// next segment's checksum starts where the writer's will.
+pub fn seal(data: &[u8], verdict: &Verdict) -> Option<Vec<u8>> {
+    let valid = &data[..verdict.valid_len];
+    let tail_start = if verdict.tail_start <= verdict.valid_len { verdict.tail_start } else { check(valid).tail_start };
+    if tail_start >= valid.len() {
+        return None;
+    }
+    let mut line = Vec::with_capacity(24);
+    let crc = crc(&valid[tail_start..]);
+    let _ = write!(Counted(&mut line), "#C:{crc:016x}\r\n");
+    Some(line)
 }
 
 /// Validates a log: how much of it loads, and what is wrong with the rest.
@@ -313,7 +336,7 @@ mod tests {
         let data = log(&[&["SET", "a", "1"], &["MULTI"], &["INCR", "a"], &["EXEC"]]);
         let (got, v) = names(&data);
         assert_eq!(got, ["SET a 1", "MULTI", "INCR a", "EXEC"]);
-        assert_eq!(v, Verdict { valid_len: data.len(), problem: None, records: 4 });
+        assert_eq!(v, Verdict { valid_len: data.len(), problem: None, records: 4, tail_start: data.len() });
     }
 
     #[test]
@@ -354,6 +377,26 @@ mod tests {
         let v = check(&data);
         assert_eq!(v.valid_len, seg2);
         assert!(matches!(v.problem, Some(Problem::Corrupt { offset, .. }) if offset == seg2), "{v:?}");
+    }
+
+    #[test]
+    fn a_cut_log_sealed_then_appended_to_checks_whole() {
+        let mut data = log(&[&["SET", "a", "1"]]);
+        let seg = data.len();
+        encode_command(&mut data, &["SET", "b", "2"]);
+        encode_command(&mut data, &["SET", "c", "3"]);
+        encode_checkpoint(&mut data, seg);
+        // Torn inside the checkpoint: two whole records stay, unsealed.
+        let mut cut = data[..data.len() - 5].to_vec();
+        let v = check(&cut);
+        assert_eq!(v.records, 3);
+        cut.truncate(v.valid_len);
+        cut.extend(seal(&data, &v).expect("an unsealed tail"));
+        let next = cut.len();
+        encode_command(&mut cut, &["SET", "d", "4"]);
+        encode_checkpoint(&mut cut, next);
+        assert_eq!(check(&cut), Verdict { valid_len: cut.len(), problem: None, records: 4, tail_start: cut.len() });
+        assert_eq!(seal(&cut, &check(&cut)), None);
     }
 
     #[test]

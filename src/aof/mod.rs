@@ -256,11 +256,12 @@ impl Aof {
         let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.dir.prefix), seq };
         std::fs::File::create(self.dir.file(&incr.name))?.sync_all()?;
         manifest::sync_dir(&self.dir.path)?;
+        // The current file becomes a non-last one: it must end whole on disk first.
+        self.log.sync()?;
         let mut next = self.dir.manifest.clone();
         next.incrs.push(incr.clone());
         next.store(&self.dir.path, &self.dir.manifest_name())?;
         self.dir.manifest = next;
-        self.log.sync()?;
         let origin = self.offset();
         self.log = LogFile::open(&self.dir.file(&incr.name), self.policy)?;
         self.incr_origin = origin;

@@ -45,6 +45,8 @@ struct FileReport {
     size: u64,
     valid_len: u64,
     problem: Option<String>,
+    /// The checkpoint to append after cutting (an incremental log's unsealed tail).
+    seal: Option<Vec<u8>>,
 }
 
 fn check_snapshot(path: &Path) -> Result<FileReport, String> {
@@ -59,12 +61,13 @@ fn check_snapshot(path: &Path) -> Result<FileReport, String> {
                 loaded.scripts.len(),
                 loaded.log_offset
             );
-            FileReport { size, valid_len: size, problem: None }
+            FileReport { size, valid_len: size, problem: None, seal: None }
         }
         Err(e) => FileReport {
             size,
             valid_len: 0,
             problem: Some(format!("0x{:>16x}: bad base snapshot at offset {}: {}", e.offset, e.offset, e.reason)),
+            seal: None,
         },
     })
 }
@@ -73,7 +76,7 @@ fn check_log(path: &Path) -> Result<FileReport, String> {
     let data = std::fs::read(path).map_err(|e| format!("Cannot open file {}: {e}", path.display()))?;
     let size = data.len() as u64;
     let v = format::check(&data);
-    let problem = v.problem.map(|p| match p {
+    let problem = v.problem.clone().map(|p| match p {
         Problem::Truncated { offset } => {
             format!("0x{offset:>16x}: the file ends inside a record or a MULTI block (torn tail) at offset {offset}")
         }
@@ -86,7 +89,8 @@ fn check_log(path: &Path) -> Result<FileReport, String> {
         v.valid_len,
         size - v.valid_len as u64
     );
-    Ok(FileReport { size, valid_len: v.valid_len as u64, problem })
+    let seal = format::seal(&data, &v);
+    Ok(FileReport { size, valid_len: v.valid_len as u64, problem, seal })
 }
 
 fn is_snapshot(path: &Path) -> bool {
@@ -102,13 +106,13 @@ fn confirm(prompt: &str) -> bool {
     line.trim_start().starts_with(['y', 'Y'])
 }
 
-/// Cuts `path` back to `len` after saving a backup copy next to it.
-fn truncate_with_backup(path: &Path, len: u64) -> Result<(), String> {
+/// Cuts `path` back to `len` (sealing what remains with a checkpoint) after saving a backup
+/// copy next to it.
+fn truncate_with_backup(path: &Path, len: u64, seal: Option<&[u8]>) -> Result<(), String> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let backup = PathBuf::from(format!("{}.bak-{stamp}", path.display()));
     std::fs::copy(path, &backup).map_err(|e| format!("Cannot write the backup {}: {e}", backup.display()))?;
-    let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("Cannot open {}: {e}", path.display()))?;
-    f.set_len(len).and_then(|_| f.sync_all()).map_err(|e| format!("Failed to truncate AOF {}: {e}", path.display()))?;
+    vermilion::aof::file::cut_and_seal(path, len, seal).map_err(|e| format!("Failed to truncate AOF {}: {e}", path.display()))?;
     println!("Backup of the original file: {}", backup.display());
     Ok(())
 }
@@ -174,7 +178,7 @@ fn run(opts: &Options) -> Result<bool, String> {
             println!("Aborting...");
             return Ok(false);
         }
-        truncate_with_backup(path, report.valid_len)?;
+        truncate_with_backup(path, report.valid_len, report.seal.as_deref())?;
         println!("Successfully truncated AOF {}", path.display());
     }
     Ok(all_ok)

@@ -34,8 +34,7 @@ impl Executor {
             self.timeouts.insert((deadline, client.id));
         }
         // What the batch answered before this command goes out now, as Redis would.
-        let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, 0);
+        self.send_early(client);
         client.blocked = Some(Blocked {
             cmds,
             index,

@@ -106,6 +106,9 @@ pub struct Executor {
     loaded_epoch: std::collections::HashSet<String>,
     /// Clients whose replies wait for a failed log write to succeed.
     held: Vec<ClientId>,
+    /// A log operation asked for during the running top-level command, and whether its
+    /// result is that command's reply (see `execute`).
+    deferred_persist: Option<(crate::state::PersistRequest, bool)>,
     /// Bytes loaded so far and when progress was last logged.
     loading_progress: (u64, Instant),
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
@@ -149,6 +152,7 @@ impl Executor {
             loaded_epoch: Default::default(),
             held: Vec::new(),
             loading_progress: (0, Instant::now()),
+            deferred_persist: None,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -355,6 +359,23 @@ impl Executor {
         false
     }
 
+    /// Sends what a client's batch answered so far, ahead of the batch's end (it is about to
+    /// wait: blocked or paused). Its log records are written first, as for any reply; if the
+    /// log cannot be written the replies stay until the client's batch ends.
+    fn send_early(&mut self, client: &mut Client) {
+        if self.logging() && !self.flush_log() {
+            // Held like any reply waiting for the log; released by the write that succeeds.
+            client.awaiting_log = true;
+            if !self.held.contains(&client.id) {
+                self.held.push(client.id);
+            }
+            return;
+        }
+        client.awaiting_log = false;
+        let out = std::mem::take(&mut client.out);
+        Self::send_output(client, out, 0);
+    }
+
     /// The hard output limit of a client's class (normal or pubsub).
     fn output_limit(&self, client: &Client) -> u64 {
         let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
@@ -390,8 +411,7 @@ impl Executor {
 
     /// Holds a client at `cmds[index]` until the pause ends.
     fn postpone(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
-        let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, 0);
+        self.send_early(client);
         client.blocked = Some(crate::state::Blocked {
             cmds,
             index,
@@ -449,8 +469,16 @@ impl Executor {
         self.exec_depth += 1;
         let reply = self.execute_checked(client, args);
         self.exec_depth -= 1;
-        if self.exec_depth == 0 && self.logging() && self.commit_pending() {
-            client.awaiting_log = true;
+        if self.exec_depth == 0 {
+            if self.logging() && self.commit_pending() {
+                client.awaiting_log = true;
+            }
+            if let Some((request, own_reply)) = self.deferred_persist.take() {
+                let result = self.persist_command(request);
+                if own_reply {
+                    return result;
+                }
+            }
         }
         reply
     }
@@ -535,7 +563,17 @@ impl Executor {
             }
         }
         if let Some(request) = self.server.persist_request.take() {
-            reply = self.persist_command(request);
+            // Runs once the top-level command's records are committed: inside EXEC, the
+            // transaction's earlier records must not land on the wrong side of a rewrite.
+            let nested = self.exec_depth > 1;
+            self.deferred_persist = Some((request, !nested));
+            if nested {
+                reply = match request {
+                    crate::state::PersistRequest::Rewrite => Reply::status("Background append only file rewriting scheduled"),
+                    crate::state::PersistRequest::Reconfigure => reply,
+                    _ => Reply::OK,
+                };
+            }
         }
         let elapsed = start.elapsed().as_micros() as u64;
         if elapsed >= 1000 && !self.loading {

@@ -211,16 +211,24 @@ impl Executor {
     /// deterministic, its write effects otherwise; nothing when it wrote nothing.
     pub(super) fn log_script(&mut self, client: &Client, args: &[Bytes], call: &ScriptCall, outcome: &ScriptOutcome) {
         self.log_deletions();
-        if !outcome.wrote {
+        let deletion = |i: usize| outcome.deletions.contains(&i);
+        // Writes are logged per set_repl; deletions by expiry always, in their place (a
+        // random-dirty script's effects) or first (before a whole EVAL, which expires the
+        // same keys at the same frozen time on replay).
+        let effects = outcome.effects.iter().enumerate().filter(|(i, e)| {
+            if outcome.wrote && outcome.random_dirty {
+                deletion(*i) || e.repl as i64 & REPL_AOF != 0
+            } else {
+                deletion(*i)
+            }
+        });
+        for (_, e) in effects {
+            self.pending.push(Pending { db: e.db, argv: e.argv.clone(), time_ms: None });
+        }
+        if !outcome.wrote || outcome.random_dirty {
             return;
         }
         let Some(aof) = self.aof.as_mut() else { return };
-        if outcome.random_dirty {
-            for e in outcome.effects.iter().filter(|e| e.repl as i64 & REPL_AOF != 0) {
-                self.pending.push(Pending { db: e.db, argv: e.argv.clone(), time_ms: None });
-            }
-            return;
-        }
         let mut argv = args.to_vec();
         let is_evalsha = args[0].len() >= 7 && args[0][..7].eq_ignore_ascii_case(b"evalsha");
         if is_evalsha && !aof.epoch_scripts.contains(&call.sha) {
@@ -443,6 +451,9 @@ impl Executor {
             return Err(format!("{err} reading the append only file {name}"));
         }
         let size = data.len() as u64;
+        // The last file is appended to next: whole records after its last checkpoint (a
+        // torn batch, a file from elsewhere) get a checkpoint of their own first.
+        let seal = if last { format::seal(&data, &verdict) } else { None };
         drop(data);
         if verdict.problem.is_some() {
             let cut = size - verdict.valid_len as u64;
@@ -451,14 +462,15 @@ impl Executor {
                 "!!! Truncating the AOF {name} at offset {} (cutting {cut} bytes of a torn tail) !!!",
                 verdict.valid_len
             ));
-            let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("Can't open {name} to truncate it: {e}"))?;
-            f.set_len(verdict.valid_len as u64)
-                .and_then(|_| f.sync_all())
-                .map_err(|e| format!("Error truncating the AOF file {name}: {e}"))?;
-            log::warning("AOF loaded anyway because aof-load-truncated is enabled");
-            return Ok(verdict.valid_len as u64);
         }
-        Ok(size)
+        if verdict.problem.is_some() || seal.is_some() {
+            aof::file::cut_and_seal(path, verdict.valid_len as u64, seal.as_deref())
+                .map_err(|e| format!("Error truncating the AOF file {name}: {e}"))?;
+        }
+        if verdict.problem.is_some() {
+            log::warning("AOF loaded anyway because aof-load-truncated is enabled");
+        }
+        Ok(verdict.valid_len as u64 + seal.map_or(0, |s| s.len() as u64))
     }
 
     /// Publishes loading progress (INFO) and logs it about once a second.
@@ -614,6 +626,8 @@ impl Executor {
             (false, true) => {
                 self.close_aof();
                 self.aof = None;
+                // Replies held for a failing log go now: there is no log to wait for.
+                self.touched.append(&mut self.held);
                 self.server.aof_info = None;
                 self.ks.log_deletions = false;
             }

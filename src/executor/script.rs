@@ -21,6 +21,9 @@ use crate::state::Client;
 /// same script replays the same way (Redis's CMD_SORT_FOR_SCRIPT).
 const SORTED_FOR_SCRIPT: &[&str] = &["smembers", "sinter", "sunion", "sdiff", "hkeys", "hvals", "keys"];
 
+/// The `set_repl` targets of a deletion effect: the log and replicas, always.
+const DELETION_REPL: u8 = 3;
+
 /// Whether calling `cmd` makes a script random-dirty: its result is not a function of the
 /// dataset and the script's frozen time. TTL/PTTL are (time is frozen and travels with the
 /// record); HGETALL is made so by sorting its pairs.
@@ -46,11 +49,14 @@ pub(super) struct ScriptBridge<'a> {
 impl Executor {
     /// Runs a script EVAL & co. asked for; returns the caller's reply.
     pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: ScriptCall) -> Reply {
+        // A script refused before it runs leaves no outcome (nothing to log).
+        self.last_script_outcome = None;
         let Some(mut engine) = self.server.scripts.take() else {
             return Reply::error("ERR the scripting engine is not available");
         };
         let flags = call.flags;
-        let oom = self.server.maxmemory > 0 && !self.within_maxmemory();
+        // Replaying the log: what ran then runs now, whatever memory says.
+        let oom = !self.loading && self.server.maxmemory > 0 && !self.within_maxmemory();
         if !flags.compat {
             if !flags.allow_oom && oom {
                 self.server.scripts = Some(engine);
@@ -70,6 +76,10 @@ impl Executor {
         // Time stands still for the whole script (a replayed script's is its record's).
         self.now_ms = self.replay_time_ms.take().unwrap_or_else(crate::clock::now_ms);
         let time_ms = self.now_ms;
+        // Deletions so far belong before the script's record.
+        if self.logging() {
+            self.log_deletions();
+        }
         let (saved_db, saved_proto) = (client.db, client.proto);
         client.in_script = true;
         client.deny_blocking = true;
@@ -98,6 +108,7 @@ impl Executor {
             // Nothing of this script (nor of the transaction around it) reaches the log.
             self.last_script_outcome = None;
             self.pending.clear();
+            self.ks.deletions.clear();
             self.server.shutdown = Some(crate::state::ShutdownRequest { save: false });
             client.close_after_reply = true;
             return Reply::NoReply;
@@ -143,6 +154,11 @@ impl ScriptHost for ScriptBridge<'_> {
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
         let mut reply = self.exec.run_command(self.client, cmd, &argv, false);
+        // Keys the command expired (or memory evicted) go before its write, in order.
+        for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {
+            self.outcome.deletions.push(self.outcome.effects.len());
+            self.outcome.effects.push(Effect { db, argv: vec![Bytes::from_static(b"DEL"), key], repl: DELETION_REPL });
+        }
         // A blocking command in a script acts as its non-blocking form: it times out at once.
         if let Some(request) = self.client.block_request.take() {
             reply = request.timeout_reply;

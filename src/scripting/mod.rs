@@ -121,6 +121,9 @@ pub struct ScriptOutcome {
     pub wrote: bool,
     pub random_dirty: bool,
     pub effects: Vec<Effect>,
+    /// Positions in `effects` of deletions by expiry or eviction during the script (DELs,
+    /// logged whatever `redis.set_repl` says, in their place among the writes).
+    pub deletions: Vec<usize>,
 }
 
 /// One write a script made: `argv` as it would be logged, run in `db`; `repl` is the
