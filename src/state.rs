@@ -143,8 +143,9 @@ pub struct Client {
     pub script_call: Option<crate::commands::scripting::ScriptCall>,
     /// While a script runs commands through this client (SORT sorts sets, MONITOR says `lua`).
     pub in_script: bool,
-    /// Replies of this client's commands wait for their log records to be written.
-    pub awaiting_log: bool,
+    /// The log offset this client's latest records end at: its replies leave once the log
+    /// is durable (per appendfsync) that far (0: nothing to wait for).
+    pub log_wait: u64,
     /// WATCHed (db, key) pairs.
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
@@ -216,7 +217,7 @@ impl Client {
             exec_requested: false,
             script_call: None,
             in_script: false,
-            awaiting_log: false,
+            log_wait: 0,
             watched: Vec::new(),
             cas_dirty: false,
             reply_off: false,

@@ -1,10 +1,16 @@
 //! The incremental log file being appended to, and its fsync policy.
 //!
-//! `always`: `append` returns after fdatasync (the executor calls it once per batch: group
-//! commit). `everysec`: a background thread fdatasyncs once a second when something was
-//! written; if one of its fsyncs takes more than two seconds, `append` waits for it, so a
-//! stalled disk delays writes instead of letting the unsynced tail grow without bound.
-//! `no`: written, fsync left to the OS.
+//! `append` only writes. The `aof-fsync` thread does every fdatasync, so the executor goes on
+//! running the next batch while the disk syncs the previous ones (group commit without
+//! stopping the world):
+//! - `always`: the executor wakes the thread after each write; the thread syncs everything
+//!   written so far and calls `on_synced`. Replies wait until `synced` covers their records
+//!   (the executor holds them; see `Aof::durable_offset`), so one fdatasync serves every batch
+//!   written while the previous one ran.
+//! - `everysec`: the thread syncs once a second when something was written; if one of its
+//!   fsyncs takes more than two seconds, `append` waits for it, so a stalled disk delays
+//!   writes instead of letting the unsynced tail grow without bound.
+//! - `no`: written, fsync left to the OS.
 
 use std::fs::File;
 use std::io::Write;
@@ -41,12 +47,15 @@ struct Shared {
     /// When the running background fsync started (ms), 0 when none runs.
     fsync_since: AtomicI64,
     stop: AtomicBool,
-    /// The last background fsync failed (errno text kept by the executor's next append).
+    /// The last fsync failed: appends are refused until a retry succeeds.
     fsync_failed: AtomicBool,
+    /// Called after each sync under `always` (wakes the executor to release replies).
+    on_synced: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 pub struct LogFile {
     shared: Arc<Shared>,
+    syncer: std::thread::Thread,
     pub path: PathBuf,
     /// Bytes in the file (all written).
     pub size: u64,
@@ -56,8 +65,9 @@ pub struct LogFile {
 const STALL_MS: i64 = 2000;
 
 impl LogFile {
-    /// Opens (or creates) `path` for appending; its current length counts as written and synced.
-    pub fn open(path: &Path, policy: Fsync) -> std::io::Result<LogFile> {
+    /// Opens (or creates) `path` for appending; its current length counts as written and
+    /// synced. `on_synced` runs on the fsync thread after each sync under `always`.
+    pub fn open(path: &Path, policy: Fsync, on_synced: Option<Box<dyn Fn() + Send + Sync>>) -> std::io::Result<LogFile> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         let size = file.metadata()?.len();
         let shared = Arc::new(Shared {
@@ -68,10 +78,11 @@ impl LogFile {
             fsync_since: AtomicI64::new(0),
             stop: AtomicBool::new(false),
             fsync_failed: AtomicBool::new(false),
+            on_synced,
         });
         let bg = shared.clone();
-        std::thread::Builder::new().name("aof-fsync".into()).spawn(move || fsync_loop(&bg))?;
-        Ok(LogFile { shared, path: path.to_path_buf(), size })
+        let handle = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || fsync_loop(&bg))?;
+        Ok(LogFile { shared, syncer: handle.thread().clone(), path: path.to_path_buf(), size })
     }
 
     pub fn set_policy(&self, policy: Fsync) {
@@ -86,11 +97,12 @@ impl LogFile {
         }
     }
 
-    /// Appends `bytes`, then syncs as the policy demands. On failure the file is cut back
-    /// to its previous length (no half record stays) and the error returned.
+    /// Appends `bytes` (under `always`, the fsync thread is woken to sync them). On failure
+    /// the file is cut back to its previous length (no half record stays) and the error
+    /// returned; after a failed fsync nothing is appended until a retry succeeds.
     pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        if self.shared.fsync_failed.swap(false, Ordering::AcqRel) {
-            return Err(std::io::Error::other("background fsync failed"));
+        if self.shared.fsync_failed.load(Ordering::Acquire) {
+            return Err(std::io::Error::other("fsync failed (retrying)"));
         }
         let policy = self.policy();
         if policy == Fsync::EverySec {
@@ -100,20 +112,17 @@ impl LogFile {
             let _ = self.shared.file.set_len(self.size);
             return Err(e);
         }
-        if policy == Fsync::Always {
-            if let Err(e) = self.shared.file.sync_data() {
-                // Not known to be on disk: cut it off again, so the retry (which writes the
-                // same records) cannot leave them twice.
-                let _ = self.shared.file.set_len(self.size);
-                return Err(e);
-            }
-        }
         self.size += bytes.len() as u64;
         self.shared.written.store(self.size, Ordering::Release);
         if policy == Fsync::Always {
-            self.shared.synced.store(self.size, Ordering::Release);
+            self.syncer.unpark();
         }
         Ok(())
+    }
+
+    /// Bytes of this file known to be on disk.
+    pub fn synced(&self) -> u64 {
+        self.shared.synced.load(Ordering::Acquire)
     }
 
     fn wait_for_stalled_fsync(&self) {
@@ -161,27 +170,39 @@ pub fn cut_and_seal(path: &Path, len: u64, seal: Option<&[u8]>) -> std::io::Resu
 impl Drop for LogFile {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+        self.syncer.unpark();
     }
 }
 
 fn fsync_loop(s: &Shared) {
     let mut last = std::time::Instant::now();
     while !s.stop.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_millis(50));
-        if s.policy.load(Ordering::Relaxed) != Fsync::EverySec as u8 || last.elapsed() < Duration::from_secs(1) {
+        std::thread::park_timeout(Duration::from_millis(50));
+        let policy = s.policy.load(Ordering::Relaxed);
+        let written = s.written.load(Ordering::Acquire);
+        let behind = written > s.synced.load(Ordering::Acquire);
+        let due = match policy {
+            p if p == Fsync::Always as u8 => behind,
+            p if p == Fsync::EverySec as u8 => behind && last.elapsed() >= Duration::from_secs(1),
+            _ => false,
+        };
+        if !due {
             continue;
         }
         last = std::time::Instant::now();
-        let written = s.written.load(Ordering::Acquire);
-        if written <= s.synced.load(Ordering::Acquire) {
-            continue;
-        }
         s.fsync_since.store(crate::clock::now_ms().max(1), Ordering::Release);
         let ok = s.file.sync_data().is_ok();
         s.fsync_since.store(0, Ordering::Release);
         if ok {
             s.synced.fetch_max(written, Ordering::AcqRel);
+            s.fsync_failed.store(false, Ordering::Release);
+            if policy == Fsync::Always as u8 {
+                if let Some(notify) = &s.on_synced {
+                    notify();
+                }
+            }
         } else {
+            // Retried on the next turn; appends are refused meanwhile.
             s.fsync_failed.store(true, Ordering::Release);
         }
     }

@@ -166,11 +166,17 @@ pub struct Aof {
     pub policy: Fsync,
     /// The rewrite in progress.
     pub rewrite: Option<rewrite::Rewrite>,
+    on_synced: Option<Waker>,
 }
 
+/// What the fsync thread calls after a sync under `always`.
+pub type Waker = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 impl Aof {
-    pub fn open(dir: AofDir, incr: &Path, policy: Fsync, incr_origin: u64) -> std::io::Result<Aof> {
-        let log = LogFile::open(incr, policy)?;
+    /// Opens the log on `incr`; `on_synced` is called from the fsync thread after each sync
+    /// under `always` (the executor releases the replies that waited for it).
+    pub fn open(dir: AofDir, incr: &Path, policy: Fsync, incr_origin: u64, on_synced: Option<Waker>) -> std::io::Result<Aof> {
+        let log = LogFile::open(incr, policy, on_synced.clone().map(|w| Box::new(move || w()) as Box<dyn Fn() + Send + Sync>))?;
         let base_size = dir.total_size();
         let incr_size = log.size;
         Ok(Aof {
@@ -184,7 +190,23 @@ impl Aof {
             incr_origin,
             policy,
             rewrite: None,
+            on_synced,
         })
+    }
+
+    /// The log offset at the end of the records buffered so far: a reply to a command whose
+    /// records end there may leave once [`Aof::durable_offset`] reaches it.
+    pub fn buffered_end(&self) -> u64 {
+        self.offset() + self.buf.len() as u64
+    }
+
+    /// How far the log is where the fsync policy wants it before replies leave: on disk
+    /// under `always`, written otherwise.
+    pub fn durable_offset(&self) -> u64 {
+        match self.policy {
+            Fsync::Always => self.incr_origin + self.log.synced(),
+            _ => self.offset(),
+        }
     }
 
     /// Appends one record in database `db` (a SELECT first if the log is elsewhere), with
@@ -263,7 +285,8 @@ impl Aof {
         next.store(&self.dir.path, &self.dir.manifest_name())?;
         self.dir.manifest = next;
         let origin = self.offset();
-        self.log = LogFile::open(&self.dir.file(&incr.name), self.policy)?;
+        let waker = self.on_synced.clone().map(|w| Box::new(move || w()) as Box<dyn Fn() + Send + Sync>);
+        self.log = LogFile::open(&self.dir.file(&incr.name), self.policy, waker)?;
         self.incr_origin = origin;
         self.selected_db = None;
         // A mark no entry carries yet (the databases remember the last one used).

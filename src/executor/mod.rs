@@ -59,6 +59,9 @@ pub enum Request {
     Signal {
         name: &'static str,
     },
+    /// The log's fsync thread synced more records (`appendfsync always`): replies that
+    /// waited for them can go.
+    LogSynced,
 }
 
 /// The handle the network side keeps.
@@ -109,6 +112,8 @@ pub struct Executor {
     /// A log operation asked for during the running top-level command, and whether its
     /// result is that command's reply (see `execute`).
     deferred_persist: Option<(crate::state::PersistRequest, bool)>,
+    /// The executor's own request channel, for the log's fsync thread to wake it.
+    wake_tx: Option<Sender<Request>>,
     /// Bytes loaded so far and when progress was last logged.
     loading_progress: (u64, Instant),
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
@@ -153,6 +158,7 @@ impl Executor {
             held: Vec::new(),
             loading_progress: (0, Instant::now()),
             deferred_persist: None,
+            wake_tx: None,
             now_ms: crate::clock::now_ms(),
         }
     }
@@ -163,8 +169,10 @@ impl Executor {
         let (tx, rx) = std::sync::mpsc::channel();
         // The executor is built on its own thread: the Lua state may not cross threads.
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let wake_tx = tx.clone();
         let join = std::thread::Builder::new().name("executor".into()).spawn(move || {
-            let exec = Executor::new(config);
+            let mut exec = Executor::new(config);
+            exec.wake_tx = Some(wake_tx);
             let _ = ready_tx.send((exec.server.limits.clone(), exec.server.script_watch.clone()));
             exec.run(rx)
         })?;
@@ -285,6 +293,8 @@ impl Executor {
                     self.resume_postponed();
                 }
             }
+            // release_replies, which follows every turn, lets go of what the sync covers.
+            Request::LogSynced => {}
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
                 self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });
@@ -363,15 +373,16 @@ impl Executor {
     /// wait: blocked or paused). Its log records are written first, as for any reply; if the
     /// log cannot be written the replies stay until the client's batch ends.
     fn send_early(&mut self, client: &mut Client) {
-        if self.logging() && !self.flush_log() {
-            // Held like any reply waiting for the log; released by the write that succeeds.
-            client.awaiting_log = true;
-            if !self.held.contains(&client.id) {
-                self.held.push(client.id);
+        if self.logging() {
+            self.flush_log();
+            if self.must_wait_for_log(client) {
+                // Held like any reply waiting for the log; released when it is durable.
+                if !self.held.contains(&client.id) {
+                    self.held.push(client.id);
+                }
+                return;
             }
-            return;
         }
-        client.awaiting_log = false;
         let out = std::mem::take(&mut client.out);
         Self::send_output(client, out, 0);
     }
@@ -471,10 +482,14 @@ impl Executor {
         self.exec_depth -= 1;
         if self.exec_depth == 0 {
             if self.logging() && self.commit_pending() {
-                client.awaiting_log = true;
+                client.log_wait = self.aof.as_ref().map_or(0, |a| a.buffered_end());
             }
             if let Some((request, own_reply)) = self.deferred_persist.take() {
                 let result = self.persist_command(request);
+                if matches!(request, crate::state::PersistRequest::Reload | crate::state::PersistRequest::LoadAof) {
+                    // The log starts again from its files: no offset of before applies.
+                    client.log_wait = 0;
+                }
                 if own_reply {
                     return result;
                 }
@@ -696,16 +711,16 @@ impl Executor {
         // The batch's records reach the log (and the disk, per appendfsync) before any of
         // its replies leave; if the write fails, the replies that depend on it wait.
         if self.logging() {
-            if self.flush_log() {
-                self.touched.append(&mut self.held);
-            } else {
-                let held: Vec<ClientId> =
-                    self.touched.iter().copied().filter(|id| self.server.clients.get(id).is_some_and(|c| c.awaiting_log)).collect();
-                self.touched.retain(|id| !held.contains(id));
-                for id in held {
-                    if !self.held.contains(&id) {
-                        self.held.push(id);
-                    }
+            self.flush_log();
+            self.touched.append(&mut self.held);
+            let mut waiting = std::mem::take(&mut self.touched);
+            waiting.sort_unstable();
+            waiting.dedup();
+            for id in waiting {
+                match self.server.clients.get(&id) {
+                    Some(c) if self.must_wait_for_log(c) => self.held.push(id),
+                    Some(_) => self.touched.push(id),
+                    None => {}
                 }
             }
         }
@@ -718,7 +733,6 @@ impl Executor {
                 None => continue,
             };
             let Some(client) = self.server.clients.get_mut(&id) else { continue };
-            client.awaiting_log = false;
             let out = std::mem::take(&mut client.out);
             self.server.stats.net_output_bytes += out.len() as u64;
             if client.close_after_reply {

@@ -266,11 +266,32 @@ impl Executor {
 
     /// Writes the batch's records before its replies leave. False when the write failed:
     /// the replies that depend on it must wait.
+    /// Writes the buffered records (the fsync, under `always`, follows on the fsync thread).
     pub(super) fn flush_log(&mut self) -> bool {
         let Some(aof) = self.aof.as_mut() else { return true };
+        // Under `always`, while a sync runs, batches gather in the buffer: it is written in
+        // one go when the sync ends (LogSynced), and the next sync covers all of it.
+        if aof.policy == Fsync::Always && aof.log.unsynced() > 0 && aof.write_error.is_none() {
+            return true;
+        }
         let ok = aof.flush().is_ok();
         self.server.aof_info = Some(aof.info());
         ok
+    }
+
+    /// What the fsync thread calls after a sync under `always`: a message that wakes the
+    /// executor, which then releases the replies the sync covers.
+    fn log_waker(&self) -> Option<aof::Waker> {
+        let tx = self.wake_tx.clone()?;
+        Some(std::sync::Arc::new(move || {
+            let _ = tx.send(super::Request::LogSynced);
+        }))
+    }
+
+    /// Whether `client`'s replies must wait for the log: its records are not yet where the
+    /// fsync policy wants them.
+    pub(super) fn must_wait_for_log(&self, client: &Client) -> bool {
+        client.log_wait > 0 && self.aof.as_ref().is_some_and(|a| a.durable_offset() < client.log_wait)
     }
 
     /// The MISCONF refusal while the log cannot be written.
@@ -322,8 +343,8 @@ impl Executor {
                 log::notice(&format!("Removed {name}, left behind by an interrupted rewrite"));
             }
             let (incr, origin) = self.load_dir(&mut dir)?;
-            let mut aof =
-                Aof::open(dir, &incr, policy, origin).map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
+            let mut aof = Aof::open(dir, &incr, policy, origin, self.log_waker())
+                .map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
             aof.epoch_scripts = std::mem::take(&mut self.loaded_epoch);
             let secs = started.elapsed().as_secs_f64();
             log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
@@ -333,7 +354,7 @@ impl Executor {
             let incr =
                 dir.new_generation(&snap).map_err(|e| format!("Can't create the append-only directory {}: {e}", dir.path.display()))?;
             log::notice(&format!("Creating AOF base file {} on server start", dir.manifest.base.as_ref().map_or("", |b| b.name.as_str())));
-            Aof::open(dir, &incr, policy, 0).map_err(|e| format!("Can't open the append-only file: {e}"))?
+            Aof::open(dir, &incr, policy, 0, self.log_waker()).map_err(|e| format!("Can't open the append-only file: {e}"))?
         };
         aof.stats.base_size = aof.dir.total_size();
         aof.stats.incr_at_base = aof.log.size;
@@ -616,7 +637,7 @@ impl Executor {
                 let bodies: Vec<Bytes> = self.script_table().into_iter().map(|(_, body)| body).collect();
                 let snap = snapshot::encode(&self.ks, &bodies, 0);
                 let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
-                let mut aof = Aof::open(dir, &incr, policy, 0).map_err(|e| format!("ERR {e}"))?;
+                let mut aof = Aof::open(dir, &incr, policy, 0, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
                 aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
                 self.server.aof_info = Some(aof.info());
                 self.aof = Some(aof);
@@ -696,6 +717,10 @@ impl Executor {
         }
         if let Some(engine) = self.server.scripts.as_mut() {
             let _ = engine.flush();
+        }
+        // Offsets start again from the files: nothing waits on the old ones (all written).
+        for c in self.server.clients.values_mut() {
+            c.log_wait = 0;
         }
         self.start_aof().map_err(|e| format!("ERR Error trying to load the AOF files: {e}"))?;
         if let (Some(aof), Some(old)) = (self.aof.as_mut(), stats) {
