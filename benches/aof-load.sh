@@ -14,7 +14,7 @@ cargo build --release --quiet --bin vermilion-server
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WORK=$(mktemp -d)
 PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill "${PIDS[@]}" 2>/dev/null; [ -n "${KEEP:-}" ] && cp "$WORK/v/log" /tmp/aof-load-vermilion.log; rm -rf "$WORK"' EXIT
 RPORT=$(port); VPORT=$(port)
 mkdir -p "$WORK/r" "$WORK/v"
 start_r() { redis-server --port "$RPORT" --save '' --appendonly yes --dir "$WORK/r" >"$WORK/r/log" 2>&1 & PIDS+=($!); }

@@ -306,9 +306,15 @@ impl Aof {
             self.dir.manifest = old;
             return Err(e);
         }
-        for f in old.base.iter().chain(old.incrs.iter()).filter(|f| f.name != rw.incr.name) {
-            let _ = std::fs::remove_file(self.dir.file(&f.name));
-        }
+        // Freeing a large file's blocks can take many ms: done off the executor thread (the
+        // manifest no longer names these files, so a crash meanwhile only leaves strays).
+        let doomed: Vec<PathBuf> =
+            old.base.iter().chain(old.incrs.iter()).filter(|f| f.name != rw.incr.name).map(|f| self.dir.file(&f.name)).collect();
+        let _ = std::thread::Builder::new().name("aof-unlink".into()).spawn(move || {
+            for path in doomed {
+                let _ = std::fs::remove_file(path);
+            }
+        });
         if !rw.scripts_flushed {
             self.epoch_scripts.extend(rw.scripts.iter().cloned());
         }

@@ -553,12 +553,13 @@ impl Executor {
             return Err("ERR Background append only file rewriting already in progress".into());
         }
         aof.flush()?;
+        let started = Instant::now();
         if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripts) {
             aof.stats.last_rewrite_ok = false;
             log::warning(&format!("Can't rewrite append only file in background: {e}"));
             return Err(format!("ERR Background AOF rewrite failed: {e}"));
         }
-        log::notice("Background append only file rewriting started");
+        log::notice(&format!("Background append only file rewriting started (the executor paused {} us)", started.elapsed().as_micros()));
         self.server.aof_info = Some(aof.info());
         Ok(())
     }
@@ -586,11 +587,15 @@ impl Executor {
         let Some(rw) = aof.rewrite.take() else { return };
         let (ms, keys) = (rw.started.elapsed().as_millis() as u64, rw.keys);
         let temp = rw.temp_path.clone();
+        let finishing = Instant::now();
         let result = result.and_then(|_| aof.finish_rewrite(rw).map_err(|e| e.to_string()));
+        let pause = finishing.elapsed().as_micros();
         aof.stats.last_rewrite_ok = result.is_ok();
         aof.stats.last_rewrite_ms = Some(ms);
         match result {
-            Ok(()) => log::notice(&format!("Background AOF rewrite finished successfully ({keys} keys, {ms} ms)")),
+            Ok(()) => log::notice(&format!(
+                "Background AOF rewrite finished successfully ({keys} keys, {ms} ms; the switch paused the executor {pause} us)"
+            )),
             Err(e) => {
                 let _ = std::fs::remove_file(temp);
                 log::warning(&format!("Background AOF rewrite failed: {e}"));
