@@ -585,3 +585,62 @@ fn review_cases_replay_the_same() {
     assert_eq!(digest(&mut c), expected);
     assert_eq!(q::<Vec<i64>>(&mut c, &["MGET", "x", "t"]), [1, 1]);
 }
+
+/// Format version 1 of the directory (manifest, base snapshot, incremental log), as written
+/// on 2026-11-22 (data/aof-fixtures/v1): a later format must keep loading it.
+#[test]
+fn the_version_1_files_load() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let target = dir.path().join("appendonlydir");
+    std::fs::create_dir(&target).expect("mkdir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/aof-fixtures/v1");
+    for e in std::fs::read_dir(&fixture).expect("fixture") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), target.join(e.file_name())).expect("copy");
+    }
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.client();
+    assert_eq!(digest(&mut c), "3953117441f6c051eec824f37cfcae5b51fc1a42");
+    assert_eq!(q::<i64>(&mut c, &["GET", "counter"]), 2);
+    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "list", "0", "-1"]), ["a", "b", "c"]);
+    // The base's script table (SCRIPT LOAD before the rewrite) came back.
+    let sha = vermilion::scripting::sha1_hex(b"return redis.call('incr', KEYS[1])");
+    assert_eq!(q::<Vec<bool>>(&mut c, &["SCRIPT", "EXISTS", &sha]), vec![true]);
+    let _: () = q(&mut c, &["SELECT", "3"]);
+    assert_eq!(q::<String>(&mut c, &["GET", "in3"]), "x");
+}
+
+#[test]
+fn the_check_tool_asks_before_fixing() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "a", "1"]);
+    let _: () = q(&mut c, &["SET", "b", "2"]);
+    let incr = last_incr(&s);
+    s.kill9();
+    let data = std::fs::read(&incr).expect("read");
+    std::fs::write(&incr, &data[..data.len() - 7]).expect("cut");
+    let run = |answer: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vermilion-check-aof"))
+            .args(["--fix", incr.to_str().unwrap_or_default()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run check tool");
+        child.stdin.take().expect("stdin").write_all(answer.as_bytes()).expect("answer");
+        let out = child.wait_with_output().expect("wait");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (ok, out) = run("n\n");
+    assert!(!ok && out.contains("Continue? [y/N]") && out.contains("Aborting..."), "{out}");
+    assert_eq!(std::fs::metadata(&incr).expect("incr").len() as usize, data.len() - 7, "nothing cut without a yes");
+    let (ok, out) = run("y\n");
+    assert!(ok && out.contains("Successfully truncated"), "{out}");
+    let backups = std::fs::read_dir(aof_dir(&s))
+        .expect("dir")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().contains(".bak-")))
+        .count();
+    assert_eq!(backups, 1, "a backup of the original is kept");
+    let (ok, out) = check_tool(&[incr.to_str().unwrap_or_default()]);
+    assert!(ok, "{out}");
+}
