@@ -644,3 +644,27 @@ fn the_check_tool_asks_before_fixing() {
     let (ok, out) = check_tool(&[incr.to_str().unwrap_or_default()]);
     assert!(ok, "{out}");
 }
+
+#[test]
+fn the_log_is_rewritten_automatically_when_it_grows() {
+    let mut s = Server::start(&["--auto-aof-rewrite-min-size", "20kb", "--auto-aof-rewrite-percentage", "100"]);
+    let mut c = s.client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut i = 0;
+    loop {
+        for _ in 0..200 {
+            let _: () = q(&mut c, &["SET", &format!("k{}", i % 50), &"x".repeat(100)]);
+            i += 1;
+        }
+        let info: String = q(&mut c, &["INFO", "persistence"]);
+        if info.contains("aof_rewrites:1") || info.contains("aof_rewrites:2") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no automatic rewrite: {info}");
+    }
+    wait_rewrite(&mut c);
+    let expected = digest(&mut c);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 50);
+    s.restart(&[]);
+    assert_eq!(digest(&mut s.client()), expected);
+}
