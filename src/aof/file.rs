@@ -120,6 +120,11 @@ impl LogFile {
         Ok(())
     }
 
+    /// Whether the last fsync failed (the thread retries; appends are refused meanwhile).
+    pub fn fsync_failed(&self) -> bool {
+        self.shared.fsync_failed.load(Ordering::Acquire)
+    }
+
     /// Bytes of this file known to be on disk.
     pub fn synced(&self) -> u64 {
         self.shared.synced.load(Ordering::Acquire)

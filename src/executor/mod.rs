@@ -837,6 +837,9 @@ impl Executor {
         if self.aof.is_some() {
             log::notice("Calling fsync() on the AOF file.");
             self.close_aof();
+            // Everything is on disk now: replies that waited for it go before the close.
+            self.touched.append(&mut self.held);
+            self.release_replies();
         }
         for client in self.server.clients.values() {
             let _ = client.tx.send(ClientOutput::Close(Vec::new()));

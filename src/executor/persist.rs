@@ -271,7 +271,7 @@ impl Executor {
         let Some(aof) = self.aof.as_mut() else { return true };
         // Under `always`, while a sync runs, batches gather in the buffer: it is written in
         // one go when the sync ends (LogSynced), and the next sync covers all of it.
-        if aof.policy == Fsync::Always && aof.log.unsynced() > 0 && aof.write_error.is_none() {
+        if aof.policy == Fsync::Always && aof.log.unsynced() > 0 && aof.write_error.is_none() && !aof.log.fsync_failed() {
             return true;
         }
         let ok = aof.flush().is_ok();
