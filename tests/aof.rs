@@ -529,8 +529,11 @@ fn sigterm_writes_and_fsyncs_everything_before_exiting() {
         let _: () = q(&mut c, &["SET", &format!("k{i}"), "v"]);
     }
     let before = digest(&mut c);
-    let status = std::process::Command::new("kill").args(["-TERM", &s.pid().to_string()]).status().expect("kill");
-    assert!(status.success());
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: sends SIGTERM (15) to the server process this test started.
+    assert_eq!(unsafe { kill(s.pid() as i32, 15) }, 0);
     assert!(s.wait_exit(Duration::from_secs(5)), "SIGTERM stops the server");
     s.restart(&[]);
     assert_eq!(digest(&mut s.client()), before);

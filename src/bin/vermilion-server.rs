@@ -91,7 +91,7 @@ fn main() {
     log::set_role(b'M');
     log::notice(&format!("Running mode=standalone, port={port}."));
     log::warning("Server initialized");
-    log::notice("Ready to accept connections tcp");
+    // "Ready to accept connections" comes from the executor once the log is loaded.
 
     let tx = handle.tx.clone();
     runtime.spawn(async move {

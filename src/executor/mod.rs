@@ -187,6 +187,7 @@ impl Executor {
             log::warning(&e);
             std::process::exit(1);
         }
+        log::notice("Ready to accept connections tcp");
         let mut next_cron = Instant::now();
         loop {
             let hz = self.server.hz;
