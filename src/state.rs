@@ -64,7 +64,9 @@ impl SharedLimits {
             maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
             connected: AtomicU64::new(0),
             auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
-            loading: AtomicBool::new(false),
+            // Set from the start when there is a log to load: connections accepted before
+            // the executor begins loading must already get LOADING, not wait behind it.
+            loading: AtomicBool::new(config.get("appendonly") == "yes"),
             loading_start_secs: AtomicI64::new(0),
             loading_total_bytes: AtomicU64::new(0),
             loading_loaded_bytes: AtomicU64::new(0),

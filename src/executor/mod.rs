@@ -187,6 +187,7 @@ impl Executor {
             log::warning(&e);
             std::process::exit(1);
         }
+        self.server.limits.loading.store(false, std::sync::atomic::Ordering::Release);
         log::notice("Ready to accept connections tcp");
         let mut next_cron = Instant::now();
         loop {

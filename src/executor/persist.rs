@@ -458,7 +458,12 @@ impl Executor {
         let mut loader = self.loader_client();
         let mut failure = None;
         let (file_start, mut count) = (self.loading_progress.0, 0u64);
+        // Redis's test knob: microseconds to wait per record (tests watch a load this way).
+        let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
         format::replay_checked(&data[..verdict.valid_len], |rec| {
+            if delay > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(delay));
+            }
             count += 1;
             if count.is_multiple_of(4096) {
                 self.report_loading(file_start + rec.offset as u64);
