@@ -680,3 +680,29 @@ fn the_log_is_rewritten_automatically_when_it_grows() {
     s.restart(&[]);
     assert_eq!(digest(&mut s.client()), expected);
 }
+
+/// everysec on a stalled disk: an fsync that takes more than two seconds makes the next
+/// writes wait for it (the unsynced tail stays bounded), and nothing is lost.
+#[test]
+fn a_stalled_fsync_delays_writes_under_everysec() {
+    let mut s = Server::start_with_env(&[("VERMILION_FAILPOINT_FSYNC_DELAY_MS", "3500")], &["--appendfsync", "everysec"]);
+    let mut c = s.client();
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut i = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        let t = Instant::now();
+        let _: () = q(&mut c, &["SET", &format!("k{i}"), "v"]);
+        slowest = slowest.max(t.elapsed());
+        i += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The first fsync starts about 1 s in and takes 3.5 s: writes after its second second
+    // wait for it, about 1.5 s.
+    assert!(slowest >= Duration::from_millis(800), "no write waited for the stalled fsync (slowest {slowest:?})");
+    let expected = digest(&mut c);
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut c);
+    assert!(s.wait_exit(Duration::from_secs(20)));
+    s.restart(&[]);
+    assert_eq!(digest(&mut s.client()), expected);
+}

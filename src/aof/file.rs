@@ -179,6 +179,13 @@ impl Drop for LogFile {
     }
 }
 
+/// Test failpoint: `VERMILION_FAILPOINT_FSYNC_DELAY_MS` makes every fsync take that long
+/// (a stalled disk), read once per process.
+fn fsync_delay_failpoint() -> Option<u64> {
+    static DELAY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| std::env::var("VERMILION_FAILPOINT_FSYNC_DELAY_MS").ok().and_then(|v| v.parse().ok()))
+}
+
 fn fsync_loop(s: &Shared) {
     let mut last = std::time::Instant::now();
     while !s.stop.load(Ordering::Acquire) {
@@ -196,6 +203,9 @@ fn fsync_loop(s: &Shared) {
         }
         last = std::time::Instant::now();
         s.fsync_since.store(crate::clock::now_ms().max(1), Ordering::Release);
+        if let Some(ms) = fsync_delay_failpoint() {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         let ok = s.file.sync_data().is_ok();
         s.fsync_since.store(0, Ordering::Release);
         if ok {

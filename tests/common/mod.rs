@@ -73,7 +73,16 @@ impl Server {
         (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
     }
 
-    fn start_binary_in(bin: &Path, mut dir: tempfile::TempDir, extra: &[&str]) -> Server {
+    /// Starts vermilion-server with extra environment variables (test failpoints).
+    pub fn start_with_env(env: &[(&str, &str)], extra: &[&str]) -> Server {
+        Self::start_binary_env(&vermilion_bin(), tempfile::tempdir().expect("tempdir"), env, extra)
+    }
+
+    fn start_binary_in(bin: &Path, dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        Self::start_binary_env(bin, dir, &[], extra)
+    }
+
+    fn start_binary_env(bin: &Path, mut dir: tempfile::TempDir, env: &[(&str, &str)], extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
             let mut cmd = Command::new(bin);
@@ -85,6 +94,7 @@ impl Server {
             cmd.args(file);
             cmd.arg("--port").arg(port.to_string()).arg("--dir").arg(dir.path());
             cmd.args(options);
+            cmd.envs(env.iter().copied());
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
             let mut server = Server { child, port, dir };
