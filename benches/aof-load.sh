@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 KEYS=${1:-1000000}
 EVALS=${2:-100000}
 cargo build --release --quiet --bin vermilion-server
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; [ -n "${KEEP:-}" ] && cp "$WORK/v/log" /tmp/aof-load-vermilion.log; rm -rf "$WORK"' EXIT
@@ -19,7 +19,6 @@ RPORT=$(port); VPORT=$(port)
 mkdir -p "$WORK/r" "$WORK/v"
 start_r() { redis-server --port "$RPORT" --save '' --appendonly yes --dir "$WORK/r" >"$WORK/r/log" 2>&1 & PIDS+=($!); }
 start_v() { target/release/vermilion-server --port "$VPORT" --appendonly yes --dir "$WORK/v" >"$WORK/v/log" 2>&1 & PIDS+=($!); }
-ready() { for _ in $(seq 2000); do redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return; sleep 0.01; done; }
 start_r; start_v; ready "$RPORT"; ready "$VPORT"
 
 python3 - "$KEYS" "$EVALS" >"$WORK/load.resp" <<'PY'

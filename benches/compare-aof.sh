@@ -16,7 +16,7 @@ POLICIES=("$@")
 [ ${#POLICIES[@]} -eq 0 ] && POLICIES=(everysec always)
 CLIENTS=50
 cargo build --release --quiet --bin vermilion-server --example txbench
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -25,7 +25,6 @@ rps() {
   local p=$1 n=$2; shift 2
   { redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
 }
-best() { python3 -c "import sys; print(max([float(x) for x in sys.argv[1:] if x] or [0]))" "$@"; }
 row() {
   local name=$1; shift
   local rs=() vs=()
@@ -52,7 +51,7 @@ for POLICY in "${POLICIES[@]}"; do
   target/release/vermilion-server --port "$VPORT" --appendonly yes --appendfsync "$POLICY" --dir "$WORK/v-$POLICY" >/dev/null 2>&1 &
   PIDS+=($!)
   for p in "$RPORT" "$VPORT"; do
-    for _ in $(seq 100); do redis-cli -p "$p" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+    ready "$p"
     redis-cli -p "$p" hset 'event:{1}' available 1000000000 held 0 reserved 0 sold 0 >/dev/null
   done
   row "set ($POLICY)" t_set

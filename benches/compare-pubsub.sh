@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 N=${1:-100000}
 CLIENTS=${2:-50}
 cargo build --release --quiet --bin vermilion-server
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
@@ -17,7 +17,7 @@ VPID=$!
 SUBS=()
 trap 'kill $RPID $VPID "${SUBS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  ready "$p"
 done
 rps() { { redis-benchmark -p "$1" -c "$CLIENTS" -n "$N" -P "$2" --csv PUBLISH bench-channel hello-subscribers 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'; }
 printf '%-12s %4s %12s %12s %7s\n' subscribers P redis vermilion ratio

@@ -16,7 +16,7 @@ ROUNDS=${ROUNDS:-1}
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 
 cargo build --release --quiet --bin vermilion-server
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" --daemonize no >"$WORK/redis.log" 2>&1 &
@@ -26,7 +26,7 @@ target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir 
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  ready "$p"
 done
 
 rps() { # port test pipeline

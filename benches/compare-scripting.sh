@@ -12,7 +12,7 @@ N=${1:-100000}
 CLIENTS=${2:-50}
 ROUNDS=${3:-3}
 cargo build --release --quiet --bin vermilion-server
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
@@ -21,7 +21,7 @@ target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  ready "$p"
 done
 
 INCR="return redis.call('incr', KEYS[1])"
@@ -39,7 +39,6 @@ rps() {
   local p=$1 n=$2; shift 2
   { redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
 }
-best() { python3 -c "import sys; print(max([float(x) for x in sys.argv[1:] if x] or [0]))" "$@"; }
 
 row() {
   local name=$1 n=$2; shift 2

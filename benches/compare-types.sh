@@ -19,7 +19,7 @@ GEO_MEMBERS=${GEO_MEMBERS:-1000000}
 MEM_KEYS=${MEM_KEYS:-1000000}
 
 cargo build --release --quiet --bin vermilion-server
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 start() {
@@ -28,7 +28,7 @@ start() {
   target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
   VPID=$!
   for p in "$RPORT" "$VPORT"; do
-    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+    ready "$p"
   done
 }
 stop() { kill "$RPID" "$VPID" 2>/dev/null || true; wait "$RPID" "$VPID" 2>/dev/null || true; }

@@ -180,6 +180,16 @@ pub fn i64_bytes(n: i64) -> Vec<u8> {
 }
 
 /// ASCII lowercase copy, for case-insensitive option matching.
+/// Lowercase hexadecimal of `bytes` (SHA1 digests, DEBUG DIGEST).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
 pub fn eq_ignore_case(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }

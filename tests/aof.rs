@@ -311,15 +311,21 @@ fn a_torn_tail_cut_at_any_byte_loads_exactly_the_whole_records_before_it() {
     assert_eq!(q::<Option<String>>(&mut c, &["GET", "b"]), None);
 }
 
-#[test]
-fn a_torn_tail_is_refused_when_aof_load_truncated_is_off() {
+/// A server that logged two SETs (`always`), killed: its incremental file and that file's bytes.
+fn two_writes_then_kill() -> (Server, PathBuf, Vec<u8>) {
     let mut s = Server::start(&["--appendfsync", "always"]);
     let mut c = s.client();
     let _: () = q(&mut c, &["SET", "a", "1"]);
     let _: () = q(&mut c, &["SET", "b", "2"]);
     let incr = last_incr(&s);
-    let full = std::fs::read(&incr).expect("read");
     s.kill9();
+    let data = std::fs::read(&incr).expect("read");
+    (s, incr, data)
+}
+
+#[test]
+fn a_torn_tail_is_refused_when_aof_load_truncated_is_off() {
+    let (s, incr, full) = two_writes_then_kill();
     std::fs::write(&incr, &full[..full.len() - 30]).expect("cut");
     let (ok, out) = Server::run_expecting_exit(s.dir.path(), &["--aof-load-truncated", "no"]);
     assert!(!ok && out.contains("Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"), "{out}");
@@ -624,13 +630,7 @@ fn the_version_1_files_load() {
 
 #[test]
 fn the_check_tool_asks_before_fixing() {
-    let mut s = Server::start(&["--appendfsync", "always"]);
-    let mut c = s.client();
-    let _: () = q(&mut c, &["SET", "a", "1"]);
-    let _: () = q(&mut c, &["SET", "b", "2"]);
-    let incr = last_incr(&s);
-    s.kill9();
-    let data = std::fs::read(&incr).expect("read");
+    let (s, incr, data) = two_writes_then_kill();
     std::fs::write(&incr, &data[..data.len() - 7]).expect("cut");
     let run = |answer: &str| {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vermilion-check-aof"))

@@ -10,14 +10,14 @@
 //! No I/O: [`check`] validates bytes and says how much of them loads, [`replay`] hands the
 //! records of a validated prefix to a callback.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// Appends one record (`*argc`, then `$len` + bytes per argument).
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    let _ = write!(Counted(out), "*{}\r\n", argv.len());
+    let _ = write!(out, "*{}\r\n", argv.len());
     for a in argv {
         let a = a.as_ref();
-        let _ = write!(Counted(out), "${}\r\n", a.len());
+        let _ = write!(out, "${}\r\n", a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
@@ -25,29 +25,19 @@ pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
 
 /// Appends the frozen-time annotation of the record that follows.
 pub fn encode_time(out: &mut Vec<u8>, ms: i64) {
-    let _ = write!(Counted(out), "#MS:{ms}\r\n");
+    let _ = write!(out, "#MS:{ms}\r\n");
 }
 
 /// Closes the segment that started at `segment_start` in `out` with its checksum line.
 pub fn encode_checkpoint(out: &mut Vec<u8>, segment_start: usize) {
     let crc = crc(&out[segment_start..]);
-    let _ = write!(Counted(out), "#C:{crc:016x}\r\n");
+    let _ = write!(out, "#C:{crc:016x}\r\n");
 }
 
 pub fn crc(bytes: &[u8]) -> u64 {
     let mut d = crc64fast::Digest::new();
     d.write(bytes);
     d.sum64()
-}
-
-/// `fmt::Write` into a byte vector.
-struct Counted<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for Counted<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
 }
 
 /// What is wrong with a log, if anything.
@@ -190,10 +180,6 @@ fn step(data: &[u8], pos: usize) -> Result<(Step<'_>, usize), StepError> {
     }
 }
 
-fn is_named(arg: &[u8], name: &str) -> bool {
-    arg.eq_ignore_ascii_case(name.as_bytes())
-}
-
 /// Walks the log, calling `each` for every record of the valid prefix, in order. MULTI
 /// blocks are held until their EXEC: a block the bytes cut off is never handed out.
 fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
@@ -243,8 +229,8 @@ fn walk<'a>(data: &'a [u8], mut each: impl FnMut(Record<'a>)) -> Verdict {
             Step::Command(argv) => {
                 let rec = Record { argv, time_ms: time.take(), offset: pos };
                 counted += 1;
-                let multi = is_named(rec.argv[0], "multi");
-                let exec = is_named(rec.argv[0], "exec");
+                let multi = crate::util::eq_ignore_case(rec.argv[0], "multi");
+                let exec = crate::util::eq_ignore_case(rec.argv[0], "exec");
                 match block.as_mut() {
                     Some(_) if multi => break Some(Problem::Corrupt { offset: pos, reason: "Unexpected MULTI".into() }),
                     Some((_, held)) => {
@@ -288,7 +274,7 @@ pub fn seal(data: &[u8], verdict: &Verdict) -> Option<Vec<u8>> {
     }
     let mut line = Vec::with_capacity(24);
     let crc = crc(&valid[tail_start..]);
-    let _ = write!(Counted(&mut line), "#C:{crc:016x}\r\n");
+    let _ = write!(line, "#C:{crc:016x}\r\n");
     Some(line)
 }
 

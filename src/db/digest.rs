@@ -65,10 +65,6 @@ fn object_digest(digest: &mut D, entry: &Entry) {
     }
 }
 
-fn hex(d: &D) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The digest of every database (all zeros when empty).
 pub fn dataset_digest(ks: &Keyspace) -> String {
     let mut fin = [0u8; 20];
@@ -84,7 +80,7 @@ pub fn dataset_digest(ks: &Keyspace) -> String {
             xor_digest(&mut fin, &d);
         }
     }
-    hex(&fin)
+    crate::util::hex(&fin)
 }
 
 /// The digest of one key's value (all zeros when absent).
@@ -93,5 +89,5 @@ pub fn value_digest(entry: Option<&Entry>) -> String {
     if let Some(e) = entry {
         object_digest(&mut d, e);
     }
-    hex(&d)
+    crate::util::hex(&d)
 }

@@ -16,6 +16,7 @@ mod after_command;
 mod blocking;
 mod inbox;
 mod persist;
+mod replies;
 mod script;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -339,66 +340,6 @@ impl Executor {
         }
     }
 
-    /// Writes reply bytes to the client's socket from here when nothing is queued in its
-    /// task and the socket takes them; whatever is left goes through the task, in order.
-    /// Returns true when the bytes queued in the task pass the client's hard output limit
-    /// (`client-output-buffer-limit`): the caller then disconnects it, as Redis does.
-    fn send_output(client: &mut Client, bytes: Vec<u8>, hard_limit: u64) -> bool {
-        if bytes.is_empty() {
-            return false;
-        }
-        let mut written = 0;
-        if client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
-            if let Some(sock) = client.sock.as_mut() {
-                use std::io::Write;
-                while written < bytes.len() {
-                    match sock.write(&bytes[written..]) {
-                        Ok(0) => break,
-                        Ok(n) => written += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        // WouldBlock (socket full) or a broken connection: the task deals.
-                        Err(_) => break,
-                    }
-                }
-            }
-        }
-        if written < bytes.len() {
-            let rest = bytes[written..].to_vec();
-            let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
-            let _ = client.tx.send(ClientOutput::Replies(rest));
-            return hard_limit > 0 && queued > hard_limit;
-        }
-        false
-    }
-
-    /// Sends what a client's batch answered so far, ahead of the batch's end (it is about to
-    /// wait: blocked or paused). Its log records are written first, as for any reply; if the
-    /// log cannot be written the replies stay until the client's batch ends.
-    fn send_early(&mut self, client: &mut Client) {
-        if self.logging() {
-            self.flush_log();
-            if self.must_wait_for_log(client) {
-                // Held like any reply waiting for the log; released when it is durable.
-                if !self.held.contains(&client.id) {
-                    self.held.push(client.id);
-                }
-                return;
-            }
-        }
-        let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, 0);
-    }
-
-    /// The hard output limit of a client's class (normal or pubsub).
-    fn output_limit(&self, client: &Client) -> u64 {
-        let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
-        if subscribed {
-            self.server.output_hard_limits.1
-        } else {
-            self.server.output_hard_limits.0
-        }
-    }
-
     /// Encodes a reply into the client's output, counting errors for INFO.
     fn emit(&mut self, client: &mut Client, reply: &Reply) {
         if let Reply::Error(text) = reply {
@@ -705,59 +646,6 @@ impl Executor {
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         commands::transactions::discard_transaction(&mut ctx);
         reply
-    }
-
-    /// Sends every touched client its replies (one message each), and closes killed ones
-    /// (public so benches can drive the executor without sockets).
-    pub fn release_replies(&mut self) {
-        // The batch's records reach the log (and the disk, per appendfsync) before any of
-        // its replies leave; if the write fails, the replies that depend on it wait.
-        if self.logging() {
-            self.flush_log();
-            self.touched.append(&mut self.held);
-            let mut waiting = std::mem::take(&mut self.touched);
-            waiting.sort_unstable();
-            waiting.dedup();
-            for id in waiting {
-                match self.server.clients.get(&id) {
-                    Some(c) if self.must_wait_for_log(c) => self.held.push(id),
-                    Some(_) => self.touched.push(id),
-                    None => {}
-                }
-            }
-        }
-        self.ks.expired.clear();
-        self.expired_seen = 0;
-        self.expired_notified = 0;
-        for id in std::mem::take(&mut self.touched) {
-            let limit = match self.server.clients.get(&id) {
-                Some(c) => self.output_limit(c),
-                None => continue,
-            };
-            let Some(client) = self.server.clients.get_mut(&id) else { continue };
-            let out = std::mem::take(&mut client.out);
-            self.server.stats.net_output_bytes += out.len() as u64;
-            if client.close_after_reply {
-                let _ = client.tx.send(ClientOutput::Close(out));
-                continue;
-            }
-            if Self::send_output(client, out, limit) {
-                log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
-                self.server.kill_list.push(id);
-            }
-            let done = std::mem::take(&mut client.completed_batches);
-            if done > 0 {
-                let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);
-                if before >= crate::server::MAX_INFLIGHT {
-                    client.flags.resume.notify_one();
-                }
-            }
-        }
-        for id in std::mem::take(&mut self.server.kill_list) {
-            if let Some(client) = self.remove_client(id) {
-                let _ = client.tx.send(ClientOutput::Close(Vec::new()));
-            }
-        }
     }
 
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.

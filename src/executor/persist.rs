@@ -677,7 +677,8 @@ impl Executor {
         let Some(aof) = self.aof.as_ref() else { return };
         let pct = self.server.config.get_int("auto-aof-rewrite-percentage");
         let min = self.server.config.get_int("auto-aof-rewrite-min-size").max(0) as u64;
-        let size = aof.dir.total_size();
+        // Sizes known in memory: no file-system call on the executor every cron tick.
+        let size = aof.info().current_size;
         let base = aof.stats.base_size.max(1);
         if aof.rewrite.is_none() && pct > 0 && size > min && (size - base.min(size)) * 100 / base >= pct as u64 {
             log::notice(&format!("Starting automatic rewriting of AOF on {}% growth", (size - base.min(size)) * 100 / base));

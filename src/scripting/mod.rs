@@ -172,12 +172,7 @@ pub struct ScriptEngine {
 
 /// The lowercase hex SHA1 of `data`.
 pub fn sha1_hex(data: &[u8]) -> String {
-    let digest = Sha1::digest(data);
-    let mut s = String::with_capacity(40);
-    for b in digest.iter() {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    crate::util::hex(&Sha1::digest(data))
 }
 
 impl ScriptEngine {
