@@ -26,6 +26,7 @@ pub mod glob;
 pub mod log;
 pub mod notify;
 pub mod protocol;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod state;

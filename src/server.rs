@@ -100,6 +100,13 @@ async fn run_connection(
                             return;
                         }
                     }
+                    Some(ClientOutput::Stream { head, parts }) => {
+                        let ok = send_stream(&mut writer, head, parts).await;
+                        flags.task_pending.fetch_sub(1, Ordering::AcqRel);
+                        if !ok {
+                            return;
+                        }
+                    }
                     Some(ClientOutput::Close(bytes)) => {
                         let _ = writer.write_all(&bytes).await;
                         let _ = writer.shutdown().await;
@@ -127,6 +134,26 @@ async fn run_connection(
             }
         }
     }
+}
+
+/// Writes a replication stream job: `head`, then each file range, in order.
+async fn send_stream(writer: &mut tokio::net::tcp::WriteHalf<'_>, head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)>) -> bool {
+    use tokio::io::AsyncSeekExt;
+    if writer.write_all(&head).await.is_err() {
+        return false;
+    }
+    for (file, start, len) in parts {
+        let mut file = tokio::fs::File::from_std(file);
+        if file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
+            return false;
+        }
+        let mut range = file.take(len);
+        match tokio::io::copy(&mut range, writer).await {
+            Ok(n) if n == len => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Batches a connection may have in flight before it stops reading (backpressure for

@@ -22,6 +22,10 @@ pub enum ClientOutput {
     Replies(Vec<u8>),
     /// Write these bytes, then close the connection.
     Close(Vec<u8>),
+    /// Replication: write `head`, then each (file, start, length) range of the log's files
+    /// (a snapshot, a stretch of incremental log). The executor counts one byte in
+    /// `task_pending` for it, so that nothing overtakes it; the task takes it off when done.
+    Stream { head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)> },
 }
 
 /// Settings connection tasks need without asking the executor (atomics, updated by it).
@@ -165,6 +169,12 @@ pub struct Client {
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
     pub shard_channels: Vec<Bytes>,
+    /// REPLCONF listening-port: the port a replica says it serves on.
+    pub replconf_port: u16,
+    /// Set once the connection asked for the replication stream (PSYNC/SYNC).
+    pub replica: Option<crate::replication::Peer>,
+    /// WAIT: the offset replicas must acknowledge and how many (while parked in it).
+    pub wait_target: Option<(u64, usize)>,
 }
 
 /// A client waiting in a blocking command, with the rest of its pipeline.
@@ -230,6 +240,9 @@ impl Client {
             channels: Vec::new(),
             patterns: Vec::new(),
             shard_channels: Vec::new(),
+            replconf_port: 0,
+            replica: None,
+            wait_target: None,
         }
     }
 
@@ -330,6 +343,9 @@ pub struct ServerState {
     pub shutdown: Option<ShutdownRequest>,
     /// A log operation a handler asked the executor for (BGREWRITEAOF, DEBUG RELOAD...).
     pub persist_request: Option<PersistRequest>,
+    /// Replication state (either role) and a request for the executor (PSYNC, REPLICAOF).
+    pub repl: crate::replication::ReplState,
+    pub repl_request: Option<crate::replication::ReplRequest>,
     /// The log's figures for INFO (None: `appendonly no`).
     pub aof_info: Option<crate::aof::AofInfo>,
     /// Clients to disconnect after this batch (CLIENT KILL).
@@ -361,9 +377,14 @@ pub struct ServerState {
     pub hz: u64,
     /// Cached from the config: `busy-reply-threshold` (alias `lua-time-limit`) in ms.
     pub busy_threshold_ms: u64,
-    /// Cached from `client-output-buffer-limit`: the hard limits of the normal and pubsub
-    /// classes (0: none).
-    pub output_hard_limits: (u64, u64),
+    /// Cached from `client-output-buffer-limit`: the hard limits of the normal, pubsub and
+    /// replica classes (0: none).
+    pub output_hard_limits: (u64, u64, u64),
+    /// Cached from the config: `replica-read-only`, `replica-serve-stale-data`, and
+    /// (`min-replicas-to-write`, `min-replicas-max-lag`).
+    pub replica_read_only: bool,
+    pub replica_serve_stale: bool,
+    pub min_replicas: (usize, i64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
@@ -431,6 +452,8 @@ impl ServerState {
             executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             shutdown: None,
             persist_request: None,
+            repl: crate::replication::ReplState::default(),
+            repl_request: None,
             aof_info: None,
             kill_list: Vec::new(),
             watchers: HashMap::new(),
@@ -446,7 +469,10 @@ impl ServerState {
             lfu_policy: false,
             hz: 10,
             busy_threshold_ms: 5000,
-            output_hard_limits: (0, 0),
+            output_hard_limits: (0, 0, 0),
+            replica_read_only: true,
+            replica_serve_stale: true,
+            min_replicas: (0, 10),
             notifications: Vec::new(),
             active_expire_enabled: true,
             scripts: Some(Box::new(scripts)),
@@ -476,7 +502,11 @@ impl ServerState {
         let hard = |class: &str| {
             words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
         };
-        self.output_hard_limits = (hard("normal"), hard("pubsub"));
+        self.output_hard_limits = (hard("normal"), hard("pubsub"), hard("slave").max(hard("replica")));
+        self.replica_read_only = self.config.get("replica-read-only") == "yes";
+        self.replica_serve_stale = self.config.get("replica-serve-stale-data") == "yes";
+        self.min_replicas =
+            (self.config.get_int("min-replicas-to-write").max(0) as usize, self.config.get_int("min-replicas-max-lag").max(0));
     }
 }
 

@@ -9,6 +9,9 @@ use std::path::Path;
 
 pub const MANIFEST_VERSION: u32 = 1;
 const VERSION_PREFIX: &str = "# vermilion-manifest ";
+/// The replication id whose stream this directory's log is a copy of (a replica's log): a
+/// comment to Redis, read by us to resync partially after a restart.
+const REPLID_PREFIX: &str = "# vermilion-replid ";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileEntry {
@@ -21,6 +24,8 @@ pub struct Manifest {
     pub base: Option<FileEntry>,
     /// Incremental logs, oldest first.
     pub incrs: Vec<FileEntry>,
+    /// Set while the log is a copy of a primary's stream (see `REPLID_PREFIX`).
+    pub replid: Option<String>,
 }
 
 impl Manifest {
@@ -32,6 +37,13 @@ impl Manifest {
                 let v: u32 = v.trim().parse().map_err(|_| format!("Invalid manifest version at line {}", i + 1))?;
                 if v > MANIFEST_VERSION {
                     return Err(format!("Manifest version {v} is newer than this server's ({MANIFEST_VERSION})"));
+                }
+                continue;
+            }
+            if let Some(id) = line.strip_prefix(REPLID_PREFIX) {
+                let id = id.trim();
+                if id.len() == 40 && id.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    m.replid = Some(id.to_string());
                 }
                 continue;
             }
@@ -78,6 +90,9 @@ impl Manifest {
 
     pub fn render(&self) -> String {
         let mut s = format!("{VERSION_PREFIX}{MANIFEST_VERSION}\n");
+        if let Some(id) = &self.replid {
+            s.push_str(&format!("{REPLID_PREFIX}{id}\n"));
+        }
         if let Some(b) = &self.base {
             s.push_str(&format!("file {} seq {} type b\n", b.name, b.seq));
         }
@@ -116,6 +131,7 @@ mod tests {
                 FileEntry { name: "appendonly.aof.1.incr.aof".into(), seq: 1 },
                 FileEntry { name: "appendonly.aof.2.incr.aof".into(), seq: 2 },
             ],
+            replid: Some("a".repeat(40)),
         };
         assert_eq!(Manifest::parse(&m.render()), Ok(m));
         let redis = "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n";

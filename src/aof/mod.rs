@@ -66,20 +66,29 @@ impl AofDir {
     /// A crash at any point leaves a directory that loads (old or new generation).
     pub fn new_generation(&mut self, snapshot: &[u8]) -> std::io::Result<PathBuf> {
         std::fs::create_dir_all(&self.path)?;
-        let seq = self.next_seq();
-        let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.prefix), seq };
-        let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.prefix), seq };
-        let tmp = self.file(&format!("temp-{}", base.name));
+        let tmp = self.file(&format!("temp-{}.{}.base.vsnap", self.prefix, self.next_seq()));
         {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(snapshot)?;
             f.sync_all()?;
         }
-        std::fs::rename(&tmp, self.file(&base.name))?;
+        let replid = self.manifest.replid.clone();
+        self.install_generation(&tmp, replid)
+    }
+
+    /// [`AofDir::new_generation`] with a snapshot already written (and synced) to `snapshot`
+    /// in this directory, such as one a replica received from its primary; `replid` names
+    /// the stream the new log copies (None: the server's own log).
+    pub fn install_generation(&mut self, snapshot: &Path, replid: Option<String>) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(&self.path)?;
+        let seq = self.next_seq();
+        let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.prefix), seq };
+        let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.prefix), seq };
+        std::fs::rename(snapshot, self.file(&base.name))?;
         std::fs::File::create(self.file(&incr.name))?.sync_all()?;
         manifest::sync_dir(&self.path)?;
-        let old = std::mem::replace(&mut self.manifest, Manifest { base: Some(base), incrs: vec![incr.clone()] });
+        let old = std::mem::replace(&mut self.manifest, Manifest { base: Some(base), incrs: vec![incr.clone()], replid });
         if let Err(e) = self.manifest.store(&self.path, &self.manifest_name()) {
             self.manifest = old;
             return Err(e);
@@ -88,6 +97,15 @@ impl AofDir {
             let _ = std::fs::remove_file(self.file(&f.name));
         }
         Ok(self.file(&incr.name))
+    }
+
+    /// Records (or clears) the replication id the log copies; the manifest is stored again.
+    pub fn set_replid(&mut self, replid: Option<String>) -> std::io::Result<()> {
+        if self.manifest.replid == replid {
+            return Ok(());
+        }
+        self.manifest.replid = replid;
+        self.manifest.store(&self.path, &self.manifest_name())
     }
 
     /// Deletes what an interrupted rewrite left behind: temp files, and files of ours the
@@ -166,6 +184,14 @@ pub struct Aof {
     pub policy: Fsync,
     /// The rewrite in progress.
     pub rewrite: Option<rewrite::Rewrite>,
+    /// The log is a replica's copy of its primary's stream: whole segments arrive with their
+    /// checkpoints ([`Aof::append_stream`]) and [`Aof::flush`] adds none of its own, so the
+    /// bytes (and offsets) stay the primary's.
+    pub verbatim: bool,
+    /// Keep a copy of every segment written, in `teed` (replicas are attached: the segments
+    /// are the replication stream).
+    pub tee: bool,
+    pub teed: Vec<Bytes>,
     on_synced: Option<Waker>,
 }
 
@@ -190,6 +216,9 @@ impl Aof {
             incr_origin,
             policy,
             rewrite: None,
+            verbatim: false,
+            tee: false,
+            teed: Vec::new(),
             on_synced,
         })
     }
@@ -222,7 +251,12 @@ impl Aof {
         format::encode_command(&mut self.buf, argv);
     }
 
-    /// The log offset after everything written (the replication offset to come).
+    /// Appends whole segments of a primary's stream (records and checkpoints), as received.
+    pub fn append_stream(&mut self, segments: &[u8]) {
+        self.buf.extend_from_slice(segments);
+    }
+
+    /// The log offset after everything written (the replication offset).
     pub fn offset(&self) -> u64 {
         self.incr_origin + self.log.size
     }
@@ -237,9 +271,14 @@ impl Aof {
             };
         }
         let records_end = self.buf.len();
-        format::encode_checkpoint(&mut self.buf, 0);
+        if !self.verbatim {
+            format::encode_checkpoint(&mut self.buf, 0);
+        }
         match self.log.append(&self.buf) {
             Ok(()) => {
+                if self.tee {
+                    self.teed.push(Bytes::copy_from_slice(&self.buf));
+                }
                 self.buf.clear();
                 if self.write_error.take().is_some() {
                     crate::log::warning("AOF write error looks solved, Vermilion can write again.");
@@ -272,7 +311,9 @@ impl Aof {
     /// Begins a rewrite: opens a new incremental file (named by an intermediate manifest
     /// after the current ones, so a crash from here on loads old base + old logs + new log)
     /// and starts serializing the snapshot as of now. The caller has flushed the buffer.
-    pub fn begin_rewrite(&mut self, ks: &mut crate::db::Keyspace, scripts: &[(String, Bytes)]) -> std::io::Result<()> {
+    /// `stream_db`: the database the log is in at this offset (a verbatim log's next segment
+    /// may start without a SELECT).
+    pub fn begin_rewrite(&mut self, ks: &mut crate::db::Keyspace, scripts: &[(String, Bytes)], stream_db: u32) -> std::io::Result<()> {
         let seq = self.dir.next_seq();
         let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.dir.prefix), seq };
         let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.dir.prefix), seq };
@@ -292,7 +333,7 @@ impl Aof {
         // A mark no entry carries yet (the databases remember the last one used).
         let epoch = ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0).wrapping_add(1).max(1);
         let temp = self.dir.file(&format!("temp-{}", base.name));
-        self.rewrite = Some(rewrite::Rewrite::start(ks, scripts, origin, epoch, temp, base, incr)?);
+        self.rewrite = Some(rewrite::Rewrite::start(ks, scripts, (origin, stream_db), epoch, temp, base, incr)?);
         Ok(())
     }
 
@@ -301,7 +342,8 @@ impl Aof {
     pub fn finish_rewrite(&mut self, rw: rewrite::Rewrite) -> std::io::Result<()> {
         std::fs::rename(&rw.temp_path, self.dir.file(&rw.base.name))?;
         manifest::sync_dir(&self.dir.path)?;
-        let old = std::mem::replace(&mut self.dir.manifest, Manifest { base: Some(rw.base.clone()), incrs: vec![rw.incr.clone()] });
+        let replid = self.dir.manifest.replid.clone();
+        let old = std::mem::replace(&mut self.dir.manifest, Manifest { base: Some(rw.base.clone()), incrs: vec![rw.incr.clone()], replid });
         if let Err(e) = self.dir.manifest.store(&self.dir.path, &self.dir.manifest_name()) {
             self.dir.manifest = old;
             return Err(e);

@@ -58,12 +58,13 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
-    /// Starts a rewrite of `ks` with `scripts` (sha, body) as of log offset `origin`, into
+    /// Starts a rewrite of `ks` with `scripts` (sha, body) as of log offset `origin` (the log then
+    /// in database `stream_db`), into
     /// `temp_path`. Marks every database with `epoch` (new entries then belong to it).
     pub fn start(
         ks: &mut Keyspace,
         scripts: &[(String, Bytes)],
-        origin: u64,
+        (origin, stream_db): (u64, u32),
         epoch: u32,
         temp_path: PathBuf,
         base: FileEntry,
@@ -84,7 +85,7 @@ impl Rewrite {
             db: 0,
             cursor: ks.dbs.first().map_or(0, |d| d.len()),
             walked: false,
-            buf: snapshot::encode_start(&bodies, origin),
+            buf: snapshot::encode_start(&bodies, origin, stream_db),
             tx,
             done,
             started: Instant::now(),

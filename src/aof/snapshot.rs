@@ -1,7 +1,7 @@
 //! The base snapshot: every key (with its expiry) and the script table, as of one log offset.
 //!
 //! ```text
-//! magic "VMLNSNAP" | version u32 LE | flags u32 LE (0) | log offset u64 LE |
+//! magic "VMLNSNAP" | version u32 LE | stream db u32 LE | log offset u64 LE |
 //! payload (bincode 2, standard config) | CRC-64 u64 LE
 //! ```
 //! The CRC (crc64fast, Jones polynomial as Redis uses) covers every byte before it; the file
@@ -9,6 +9,11 @@
 //! bytes), then the keys, each `db: u32` followed by the entry (see [`encode_entry`]), ended
 //! by `u32::MAX`. Keys carry their database so a rewrite can write them in any order (a key
 //! about to change is written ahead of the others). Bincode is used only here.
+//!
+//! Version 2 gives meaning to the word after the version (version 1 wrote 0 there): the
+//! database the log is in at the snapshot's offset. A replica's log is its primary's stream
+//! copied byte for byte, so an incremental file it starts after a rewrite can begin without
+//! a SELECT; the loader starts in this database. Version 1 files load as database 0.
 
 use bytes::Bytes;
 
@@ -20,7 +25,7 @@ use crate::db::{Entry, Keyspace};
 use crate::db::{StrEncoding, StrValue, Value};
 
 pub const MAGIC: &[u8; 8] = b"VMLNSNAP";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 4 + 8;
 const END_OF_DBS: u32 = u32::MAX;
 
@@ -106,11 +111,11 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
 }
 
 /// The header and the script table: the start of every snapshot.
-pub fn encode_start(scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
+pub fn encode_start(scripts: &[Bytes], log_offset: u64, stream_db: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + 64);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&stream_db.to_le_bytes());
     out.extend_from_slice(&log_offset.to_le_bytes());
     let mut e = Enc(out);
     e.put(&(scripts.len() as u64));
@@ -129,7 +134,7 @@ pub fn encode_end(out: &mut Vec<u8>) {
 
 /// A whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`, in one go.
 pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
-    let mut out = encode_start(scripts, log_offset);
+    let mut out = encode_start(scripts, log_offset, 0);
     for (i, db) in ks.dbs.iter().enumerate() {
         for (key, entry) in db.iter() {
             encode_entry(&mut out, i, key, entry);
@@ -144,6 +149,8 @@ pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
 /// What a snapshot holds.
 pub struct Loaded {
     pub log_offset: u64,
+    /// The database the log is in at `log_offset` (see the module notes).
+    pub stream_db: u32,
     pub scripts: Vec<Bytes>,
     pub keys: usize,
 }
@@ -247,8 +254,9 @@ impl<'a> Dec<'a> {
     }
 }
 
-/// Checks the frame (magic, version, CRC) and returns the log offset and the payload's bounds.
-pub fn check_frame(data: &[u8]) -> Result<(u64, std::ops::Range<usize>), SnapshotError> {
+/// Checks the frame (magic, version, CRC) and returns the log offset, the stream database and
+/// the payload's bounds.
+pub fn check_frame(data: &[u8]) -> Result<(u64, u32, std::ops::Range<usize>), SnapshotError> {
     let bad = |offset: usize, reason: &str| Err(SnapshotError { offset, reason: reason.into() });
     if data.len() < HEADER + 8 {
         return bad(data.len(), "file too short for a snapshot");
@@ -266,7 +274,7 @@ pub fn check_frame(data: &[u8]) -> Result<(u64, std::ops::Range<usize>), Snapsho
     if super::format::crc(&data[..end]) != long(end) {
         return bad(end, "CRC-64 mismatch");
     }
-    Ok((long(16), HEADER..end))
+    Ok((long(16), word(12), HEADER..end))
 }
 
 /// Decodes a snapshot, inserting every key into `ks`.
@@ -287,7 +295,7 @@ pub fn decode_with(
     databases: usize,
     mut sink: impl FnMut(usize, Bytes, Value, Option<i64>),
 ) -> Result<Loaded, SnapshotError> {
-    let (log_offset, range) = check_frame(data)?;
+    let (log_offset, stream_db, range) = check_frame(data)?;
     let mut d = Dec { data: &data[..range.end], pos: range.start };
     let mut scripts = Vec::new();
     for _ in 0..d.count()? {
@@ -312,7 +320,7 @@ pub fn decode_with(
     if d.pos != range.end {
         return Err(d.err("trailing bytes after the last database"));
     }
-    Ok(Loaded { log_offset, scripts, keys })
+    Ok(Loaded { log_offset, stream_db, scripts, keys })
 }
 
 #[cfg(test)]

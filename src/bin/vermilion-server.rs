@@ -81,6 +81,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    vermilion::replication::set_runtime(runtime.handle().clone());
     let (handle, join) = match Executor::spawn(config) {
         Ok(x) => x,
         Err(e) => {

@@ -182,7 +182,9 @@ pub fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 
 /// The class CLIENT LIST/KILL TYPE filters on (replicas and masters join with replication).
 fn client_type(c: &Client) -> &'static str {
-    if c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty() {
+    if c.replica.is_some() {
+        "replica"
+    } else if c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty() {
         "normal"
     } else {
         "pubsub"
@@ -198,6 +200,7 @@ fn client_line(c: &Client) -> String {
     let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
     let (flags, multi) = match &c.multi {
         Some(q) => ("x", q.len() as i64),
+        None if c.replica.is_some() => ("S", -1),
         None if c.blocked.is_some() => ("b", -1),
         None if !(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()) => ("P", -1),
         None => ("N", -1),
@@ -242,7 +245,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
                 return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into()));
             }
-            kind = Some(t);
+            kind = Some(if t == "slave" { "replica".into() } else { t });
             i += 2;
         } else if eq_ignore_case(&args[i], "id") && i + 1 < args.len() {
             let mut list = Vec::new();
@@ -322,7 +325,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
                 return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(val)).into()));
             }
-            kind = Some(t);
+            kind = Some(if t == "slave" { "replica".into() } else { t });
         } else if eq_ignore_case(opt, "skipme") {
             if eq_ignore_case(val, "yes") {
                 skipme = true;
@@ -343,6 +346,11 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             && kind.as_deref().is_none_or(|k| k == client_type(c))
     };
     let mut killed = 0;
+    // The master is not a client here: killing it drops the link, which reconnects.
+    if kind.as_deref() == Some("master") && ctx.server.repl.master.is_some() {
+        ctx.server.repl.kill_master = true;
+        killed += 1;
+    }
     let targets: Vec<u64> = ctx.server.clients.values().filter(|c| matches(c)).map(|c| c.id).collect();
     for t in targets {
         ctx.server.kill_list.push(t);

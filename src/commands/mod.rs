@@ -17,6 +17,7 @@ mod introspection;
 mod keys;
 mod lists;
 pub mod pubsub;
+mod replication;
 pub mod scripting;
 mod server;
 mod sets;

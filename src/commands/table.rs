@@ -4,8 +4,8 @@
 
 use super::spec::{CommandSpec, Doc, Flag, Group};
 use super::{
-    bitmaps, connection, geo, hashes, hll, introspection, keys, lists, pubsub, scripting, server, sets, sort, strings, transactions, zsets,
-    CmdError, Ctx,
+    bitmaps, connection, geo, hashes, hll, introspection, keys, lists, pubsub, replication, scripting, server, sets, sort, strings,
+    transactions, zsets, CmdError, Ctx,
 };
 use crate::protocol::Reply;
 use bytes::Bytes;
@@ -1452,7 +1452,49 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(1)", doc_flags: &[],
             handler: scripting::script_help, subcommands: &[] },
         ] },
+    CommandSpec { id: 238, name: "replicaof", arity: 3, flags: &[Flag::Admin, Flag::NoScript, Flag::Stale, Flag::NoAsyncLoading], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "Make the server a replica of another instance, or promote it as master.", since: "5.0.0",
+        complexity: "O(1)", doc_flags: &[],
+        handler: replication::replicaof, subcommands: &[] },
+    CommandSpec { id: 239, name: "slaveof", arity: 3, flags: &[Flag::Admin, Flag::NoScript, Flag::Stale, Flag::NoAsyncLoading], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "Make the server a replica of another instance, or promote it as master.", since: "1.0.0",
+        complexity: "O(1)", doc_flags: &["deprecated"],
+        handler: replication::slaveof, subcommands: &[] },
+    CommandSpec { id: 240, name: "role", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@fast", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "Return the role of the instance in the context of replication", since: "2.8.12",
+        complexity: "O(1)", doc_flags: &[],
+        handler: replication::role, subcommands: &[] },
+    CommandSpec { id: 241, name: "psync", arity: -3, flags: &[Flag::Admin, Flag::NoScript, Flag::NoAsyncLoading, Flag::NoMulti], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "Internal command used for replication", since: "2.8.0",
+        complexity: "", doc_flags: &[],
+        handler: replication::psync, subcommands: &[] },
+    CommandSpec { id: 242, name: "sync", arity: 1, flags: &[Flag::Admin, Flag::NoScript, Flag::NoAsyncLoading, Flag::NoMulti], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "Internal command used for replication", since: "1.0.0",
+        complexity: "", doc_flags: &[],
+        handler: replication::sync, subcommands: &[] },
+    CommandSpec { id: 243, name: "replconf", arity: -1, flags: &[Flag::Admin, Flag::NoScript, Flag::Loading, Flag::Stale, Flag::AllowBusy], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "An internal command for configuring the replication stream", since: "3.0.0",
+        complexity: "O(1)", doc_flags: &["syscmd"],
+        handler: replication::replconf, subcommands: &[] },
+    CommandSpec { id: 244, name: "wait", arity: 3, flags: &[Flag::NoScript], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@slow", "@connection"], tips: &["request_policy:all_shards", "response_policy:agg_min"],
+        key_specs: &[],
+        group: Group::Generic, summary: "Wait for the synchronous replication of all the write commands sent in the context of the current connection", since: "3.0.0",
+        complexity: "O(1)", doc_flags: &[],
+        handler: replication::wait, subcommands: &[] },
 ];
 
 /// Number of entries (commands and subcommands): ids are below this.
-pub const COMMAND_IDS: usize = 238;
+pub const COMMAND_IDS: usize = 245;

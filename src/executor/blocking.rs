@@ -33,6 +33,9 @@ impl Executor {
         if let Some(deadline) = request.deadline_ms {
             self.timeouts.insert((deadline, client.id));
         }
+        if client.wait_target.is_some() {
+            self.waiting_acks.push(client.id);
+        }
         // What the batch answered before this command goes out now, as Redis would.
         self.send_early(client);
         client.blocked = Some(Blocked {
@@ -101,7 +104,7 @@ impl Executor {
                 }
                 self.unpark(id, &blocked);
                 self.emit(&mut client, &reply);
-                self.resume(&mut client, blocked);
+                self.resume_after_block(&mut client, blocked);
                 self.server.clients.insert(id, client);
             }
         }
@@ -109,7 +112,7 @@ impl Executor {
 
     /// Runs the rest of a woken client's pipeline and queues its replies (unless it blocked
     /// again).
-    fn resume(&mut self, client: &mut Client, blocked: Blocked) {
+    pub(super) fn resume_after_block(&mut self, client: &mut Client, blocked: Blocked) {
         self.run_commands(client, blocked.cmds, blocked.index + 1, blocked.protocol_error);
         self.finish_step(client);
     }
@@ -125,9 +128,16 @@ impl Executor {
             let Some(mut client) = self.server.clients.remove(&id) else { continue };
             if let Some(blocked) = client.blocked.take() {
                 self.unpark(id, &blocked);
-                let reply = blocked.timeout_reply.clone();
+                // WAIT answers how many replicas acknowledged by now.
+                let reply = match client.wait_target.take() {
+                    Some((offset, _)) => {
+                        self.waiting_acks.retain(|w| *w != id);
+                        crate::protocol::Reply::Int(self.acked_replicas(offset) as i64)
+                    }
+                    None => blocked.timeout_reply.clone(),
+                };
                 self.emit(&mut client, &reply);
-                self.resume(&mut client, blocked);
+                self.resume_after_block(&mut client, blocked);
             }
             self.server.clients.insert(id, client);
         }

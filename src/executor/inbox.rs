@@ -122,6 +122,7 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticat
                 KillOutcome::Killed => b"+OK\r\n".as_slice(),
                 KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
                 KillOutcome::Unkillable => UNKILLABLE,
+                KillOutcome::UnkillableMaster => UNKILLABLE_MASTER,
             }),
             Some("shutdown") if authenticated && args[1..].iter().any(|a| crate::util::opt_is(a, "nosave")) => {
                 // The hook stops the script and the executor the server; nothing of the
@@ -139,6 +140,8 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticat
 }
 
 const BUSY: &[u8] = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+const UNKILLABLE_MASTER: &[u8] =
+    b"-UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.\r\n";
 const UNKILLABLE: &[u8] = b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n";
 
 #[cfg(test)]
@@ -148,7 +151,7 @@ mod tests {
     #[test]
     fn busy_answers_follow_redis_order_of_checks() {
         let w = ScriptWatch::default();
-        w.start();
+        w.start(false);
         let cmd = |parts: &[&str]| parts.iter().map(|p| bytes::Bytes::copy_from_slice(p.as_bytes())).collect::<Vec<_>>();
         assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], false).unwrap(), b"-NOAUTH Authentication required.\r\n");
         assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"]), cmd(&["SHUTDOWN"])], true).unwrap(), [BUSY, BUSY].concat());

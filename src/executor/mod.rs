@@ -16,6 +16,7 @@ mod after_command;
 mod blocking;
 mod inbox;
 mod persist;
+mod replicate;
 mod replies;
 mod script;
 
@@ -63,6 +64,27 @@ pub enum Request {
     /// The log's fsync thread synced more records (`appendfsync always`): replies that
     /// waited for them can go.
     LogSynced,
+    /// From a replica's link (`link`: its generation): a full sync's snapshot is in `path`.
+    ReplSnapshot {
+        link: u64,
+        replid: String,
+        offset: u64,
+        path: std::path::PathBuf,
+    },
+    /// The primary accepted a partial resync under `replid`.
+    ReplContinue {
+        link: u64,
+        replid: String,
+    },
+    /// Whole, checksum-verified segments of the primary's stream.
+    ReplStream {
+        link: u64,
+        data: Bytes,
+    },
+    /// The connection to the primary ended (the link reconnects by itself).
+    ReplLinkDown {
+        link: u64,
+    },
 }
 
 /// The handle the network side keeps.
@@ -106,8 +128,18 @@ pub struct Executor {
     loading: bool,
     /// The frozen time of the script record being replayed.
     replay_time_ms: Option<i64>,
-    /// Script SHA1s the loaded log epoch holds.
-    loaded_epoch: std::collections::HashSet<String>,
+    /// The scripts the log (or the primary's stream) holds in its current epoch, by SHA1:
+    /// an EVALSHA record runs the body kept here, whatever the script cache holds.
+    stream_scripts: HashMap<String, Bytes>,
+    /// The database the loader was in at the end of the last load.
+    loaded_db: usize,
+    /// A replica: the client the primary's stream runs as, and its database.
+    master_client: Option<Client>,
+    master_db: usize,
+    /// Clients parked in WAIT.
+    waiting_acks: Vec<ClientId>,
+    /// When the replication cron last ran (ms).
+    repl_cron_ms: i64,
     /// Clients whose replies wait for a failed log write to succeed.
     held: Vec<ClientId>,
     /// A log operation asked for during the running top-level command, and whether its
@@ -155,7 +187,12 @@ impl Executor {
             exec_depth: 0,
             loading: false,
             replay_time_ms: None,
-            loaded_epoch: Default::default(),
+            stream_scripts: HashMap::new(),
+            loaded_db: 0,
+            master_client: None,
+            master_db: 0,
+            waiting_acks: Vec::new(),
+            repl_cron_ms: 0,
             held: Vec::new(),
             loading_progress: (0, Instant::now()),
             deferred_persist: None,
@@ -190,6 +227,7 @@ impl Executor {
         }
         self.server.limits.loading.store(false, std::sync::atomic::Ordering::Release);
         log::notice("Ready to accept connections tcp");
+        self.start_replication_from_config();
         let mut next_cron = Instant::now();
         loop {
             let hz = self.server.hz;
@@ -295,9 +333,19 @@ impl Executor {
                 if !self.postponed.is_empty() && self.server.pause.is_none() {
                     self.resume_postponed();
                 }
+                if self.server.repl.acked {
+                    self.serve_waits();
+                }
+                if self.server.repl.kill_master {
+                    self.replication_cron();
+                }
             }
             // release_replies, which follows every turn, lets go of what the sync covers.
             Request::LogSynced => {}
+            Request::ReplSnapshot { link, replid, offset, path } => self.install_snapshot(link, replid, offset, path),
+            Request::ReplContinue { link, replid } => self.continue_stream(link, replid),
+            Request::ReplStream { link, data } => self.apply_stream(link, data),
+            Request::ReplLinkDown { link } => self.link_down(link),
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
                 self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });
@@ -347,7 +395,9 @@ impl Executor {
             let code = text.split(' ').next().unwrap_or("ERR").to_string();
             *self.server.stats.errors.entry(code).or_default() += 1;
         }
-        if client.reply_off || client.reply_skip {
+        // A replica reads only the stream: its REPLCONF ACKs and anything else it sends get
+        // no reply, as in Redis.
+        if client.reply_off || client.reply_skip || client.replica.is_some() {
             return;
         }
         encode_reply(reply, client.proto, &mut client.out);
@@ -413,6 +463,7 @@ impl Executor {
         commands::pubsub::unsubscribe_all(&mut ctx);
         self.server.monitors.retain(|m| *m != id);
         self.postponed.retain(|p| *p != id);
+        self.forget_replica(id);
         Some(client)
     }
 
@@ -490,10 +541,21 @@ impl Executor {
         if oom && (cmd.has(Flag::DenyOom) || queues) && !client.deny_oom_exempt {
             return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
-        // While the log cannot be written, writes are refused (reads go on).
+        // While the log cannot be written, writes are refused (reads go on); so are writes
+        // to a read-only replica, and writes without enough good replicas.
         if cmd.has(Flag::Write) && client.multi.is_none() {
-            if let Some(refusal) = self.log_write_refusal() {
+            if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
                 return Self::reject(client, refusal);
+            }
+        }
+        if !cmd.has(Flag::Stale) && !self.loading && !self.server.replica_serve_stale {
+            if let Some(m) = &self.server.repl.master {
+                if !m.synced {
+                    return Self::reject(
+                        client,
+                        Reply::error("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."),
+                    );
+                }
             }
         }
         // Inside MULTI everything but the transaction commands themselves is queued.
@@ -511,7 +573,7 @@ impl Executor {
         let start = Instant::now();
         let mut reply = self.run_command(client, cmd, args, true);
         if let Some(call) = client.script_call.take() {
-            let logged = self.logging().then(|| call.clone());
+            let logged = self.recording().then(|| call.clone());
             reply = self.run_script(client, args, call);
             if let Some(call) = logged {
                 if let Some(outcome) = self.last_script_outcome.take() {
@@ -519,6 +581,9 @@ impl Executor {
                     self.last_script_outcome = Some(outcome);
                 }
             }
+        }
+        if let Some(request) = self.server.repl_request.take() {
+            reply = self.replication_request(client, request);
         }
         if let Some(request) = self.server.persist_request.take() {
             // Runs once the top-level command's records are committed: inside EXEC, the
@@ -566,10 +631,10 @@ impl Executor {
         let elapsed = start.map_or(0, |s| s.elapsed().as_micros() as u64);
         if self.server.dirty != dirty_before {
             self.signal_modified(client, cmd, args);
-            if !client.in_script && self.logging() {
+            if !client.in_script && self.recording() {
                 self.log_command(client, cmd, args, &reply);
             }
-        } else if cmd.name.starts_with("script|") && self.logging() {
+        } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
         }
         for (db, key) in wiped {
@@ -650,6 +715,7 @@ impl Executor {
 
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
     fn cron(&mut self, hz: u64) {
+        self.replication_cron();
         // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
         let idle_limit = self.server.config.get_int("timeout");
         if idle_limit > 0 {

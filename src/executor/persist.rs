@@ -166,6 +166,12 @@ impl Executor {
         self.aof.is_some() && !self.loading
     }
 
+    /// Whether commands produce records of their own now: not while loading, and not on a
+    /// replica, whose log is its primary's stream copied as received.
+    pub(super) fn recording(&self) -> bool {
+        self.aof.as_ref().is_some_and(|a| !a.verbatim) && !self.loading
+    }
+
     /// Queues what a client's command that changed data contributes (not a script's inner
     /// commands: the script's record covers them).
     pub(super) fn log_command(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], reply: &Reply) {
@@ -281,7 +287,7 @@ impl Executor {
 
     /// What the fsync thread calls after a sync under `always`: a message that wakes the
     /// executor, which then releases the replies the sync covers.
-    fn log_waker(&self) -> Option<aof::Waker> {
+    pub(super) fn log_waker(&self) -> Option<aof::Waker> {
         let tx = self.wake_tx.clone()?;
         Some(std::sync::Arc::new(move || {
             let _ = tx.send(super::Request::LogSynced);
@@ -308,7 +314,7 @@ impl Executor {
         AofDir::new(&cwd, c.get("appenddirname"), c.get("appendfilename"))
     }
 
-    fn build_limits(&self) -> snapshot::BuildLimits {
+    pub(super) fn build_limits(&self) -> snapshot::BuildLimits {
         let c = &self.server.config;
         snapshot::BuildLimits {
             hash: crate::db::hash::HashLimits {
@@ -321,11 +327,16 @@ impl Executor {
         }
     }
 
-    /// Every cached script as (sha, body).
+    /// Every cached script as (sha, body); on a replica also the stream's (its log's
+    /// EVALSHA records need them even after a local SCRIPT FLUSH).
     fn script_table(&self) -> Vec<(String, Bytes)> {
         let mut v: Vec<(String, Bytes)> =
             self.server.scripts.as_ref().map(|e| e.scripts().map(|s| (s.sha.clone(), s.body.clone())).collect()).unwrap_or_default();
+        if self.aof.as_ref().is_some_and(|a| a.verbatim) {
+            v.extend(self.stream_scripts.iter().map(|(sha, body)| (sha.clone(), body.clone())));
+        }
         v.sort();
+        v.dedup_by(|a, b| a.0 == b.0);
         v
     }
 
@@ -345,7 +356,7 @@ impl Executor {
             let (incr, origin) = self.load_dir(&mut dir)?;
             let mut aof = Aof::open(dir, &incr, policy, origin, self.log_waker())
                 .map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
-            aof.epoch_scripts = std::mem::take(&mut self.loaded_epoch);
+            aof.epoch_scripts = self.stream_scripts.keys().cloned().collect();
             let secs = started.elapsed().as_secs_f64();
             log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
             aof
@@ -366,7 +377,7 @@ impl Executor {
 
     /// Loads the base and the incremental logs the manifest names; returns the last
     /// incremental file (created if the manifest names none) and its log origin.
-    fn load_dir(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
+    pub(super) fn load_dir(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
         self.loading = true;
         self.server.limits.loading.store(true, Ordering::Release);
         let result = self.load_files(dir);
@@ -383,7 +394,13 @@ impl Executor {
         shared.loading_total_bytes.store(dir.total_size(), Ordering::Relaxed);
         shared.loading_loaded_bytes.store(0, Ordering::Relaxed);
         self.loading_progress = (0, Instant::now());
-        self.loaded_epoch.clear();
+        self.stream_scripts.clear();
+        // One loader for every file: the database it is in flows from one file to the next
+        // (a replica's file may start without a SELECT; the snapshot says where it is).
+        let mut loader = self.loader_client();
+        // A replica's log is its primary's stream: a torn tail is cut back to its last
+        // checkpoint, never sealed with one of ours (that would shift its offsets).
+        let stream_copy = dir.manifest.replid.is_some();
         if let Some(base) = dir.manifest.base.clone() {
             let path = dir.file(&base.name);
             let data = map_file(&path)?;
@@ -394,7 +411,7 @@ impl Executor {
                 for body in &loaded.scripts {
                     if let Some(engine) = self.server.scripts.as_mut() {
                         if let Ok(s) = engine.load(body) {
-                            self.loaded_epoch.insert(s.sha.clone());
+                            self.stream_scripts.insert(s.sha.clone(), body.clone());
                         }
                     }
                 }
@@ -402,20 +419,22 @@ impl Executor {
                 self.loading_progress.0 += data.len() as u64;
                 shared.loading_loaded_bytes.store(self.loading_progress.0, Ordering::Relaxed);
                 origin = loaded.log_offset;
+                loader.db = (loaded.stream_db as usize).min(self.ks.dbs.len() - 1);
             } else {
                 // A base of plain commands (Redis's .base.aof form without an RDB preamble).
-                self.load_incr(&path, &base.name, false)?;
+                self.load_incr(&mut loader, &path, &base.name, false, false)?;
             }
         }
         let count = dir.manifest.incrs.len();
         for (i, incr) in dir.manifest.incrs.clone().iter().enumerate() {
             let last = i + 1 == count;
             let path = dir.file(&incr.name);
-            let size = self.load_incr(&path, &incr.name, last)?;
+            let size = self.load_incr(&mut loader, &path, &incr.name, last, stream_copy)?;
             if !last {
                 origin += size;
             }
         }
+        self.loaded_db = loader.db;
         match dir.manifest.incrs.last() {
             Some(last) => Ok((dir.file(&last.name), origin)),
             None => {
@@ -430,13 +449,17 @@ impl Executor {
     }
 
     /// Replays one incremental log; returns its (possibly truncated) size.
-    fn load_incr(&mut self, path: &std::path::Path, name: &str, last: bool) -> Result<u64, String> {
+    fn load_incr(&mut self, loader: &mut Client, path: &std::path::Path, name: &str, last: bool, stream_copy: bool) -> Result<u64, String> {
         let data = match std::fs::metadata(path) {
             Ok(md) if md.len() == 0 => return Ok(0),
             Ok(_) => map_file(path)?,
             Err(e) => return Err(format!("Can't open the append-only file {name}: {e}")),
         };
-        let verdict = format::check(&data);
+        let mut verdict = format::check(&data);
+        if stream_copy && last && verdict.valid_len > verdict.tail_start {
+            verdict.valid_len = verdict.tail_start;
+            verdict.problem.get_or_insert(format::Problem::Truncated { offset: verdict.tail_start });
+        }
         match &verdict.problem {
             None => {}
             Some(format::Problem::Corrupt { offset, reason }) => {
@@ -455,7 +478,6 @@ impl Executor {
             }
             Some(format::Problem::Truncated { .. }) => {}
         }
-        let mut loader = self.loader_client();
         let mut failure = None;
         let (file_start, mut count) = (self.loading_progress.0, 0u64);
         // Redis's test knob: microseconds to wait per record (tests watch a load this way).
@@ -469,7 +491,7 @@ impl Executor {
                 self.report_loading(file_start + rec.offset as u64);
             }
             if failure.is_none() {
-                failure = self.replay_record(&mut loader, rec);
+                failure = self.replay_record(loader, rec);
             }
         });
         self.report_loading(file_start + data.len() as u64);
@@ -479,7 +501,7 @@ impl Executor {
         let size = data.len() as u64;
         // The last file is appended to next: whole records after its last checkpoint (a
         // torn batch, a file from elsewhere) get a checkpoint of their own first.
-        let seal = if last { format::seal(&data, &verdict) } else { None };
+        let seal = if last && !stream_copy { format::seal(&data, &verdict) } else { None };
         drop(data);
         if verdict.problem.is_some() {
             let cut = size - verdict.valid_len as u64;
@@ -512,7 +534,7 @@ impl Executor {
     }
 
     /// The client records are replayed through: authenticated, never blocking.
-    fn loader_client(&self) -> Client {
+    pub(super) fn loader_client(&self) -> Client {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let mut c =
             Client::new(u64::MAX, "aof-loader".into(), String::new(), tx, std::sync::Arc::new(crate::state::ConnFlags::default()), true);
@@ -524,26 +546,37 @@ impl Executor {
     /// and nothing runs in between); a script record runs at its frozen time; plain records
     /// run with the clock at zero, so nothing expires during a replay (the log holds the
     /// DELs of what expired).
-    fn replay_record(&mut self, loader: &mut Client, rec: format::Record<'_>) -> Option<String> {
-        if rec.argv[0].eq_ignore_ascii_case(b"multi") || rec.argv[0].eq_ignore_ascii_case(b"exec") {
+    pub(super) fn replay_record(&mut self, loader: &mut Client, rec: format::Record<'_>) -> Option<String> {
+        let name = rec.argv[0];
+        if name.eq_ignore_ascii_case(b"multi") || name.eq_ignore_ascii_case(b"exec") {
             return None;
         }
-        let argv: Vec<Bytes> = rec.argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let mut argv: Vec<Bytes> = rec.argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         self.now_ms = 0;
         self.replay_time_ms = rec.time_ms;
         if let crate::commands::Resolved::Unknown = crate::commands::resolve(&argv) {
             return Some(format!("Unknown command '{}'", String::from_utf8_lossy(&argv[0])));
         }
+        // An EVALSHA of the epoch runs the body the log holds: the script cache may have been
+        // flushed since (a replica's local SCRIPT FLUSH must not break the stream).
+        let evalsha = name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro");
+        if evalsha && argv.len() > 1 {
+            let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+            if let Some(body) = self.stream_scripts.get(&sha) {
+                argv[0] = Bytes::from_static(if name.len() == 7 { b"EVAL" } else { b"EVAL_RO" });
+                argv[1] = body.clone();
+            }
+        }
         self.execute(loader, &argv);
         // The bodies this epoch holds: EVAL and SCRIPT LOAD records add theirs, SCRIPT FLUSH
         // empties the table.
-        let name = &rec.argv[0];
         let sub = rec.argv.get(1).copied().unwrap_or_default();
-        if name.eq_ignore_ascii_case(b"eval") || (name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"load")) {
-            let body = rec.argv.get(if name.len() == 4 { 1 } else { 2 }).copied().unwrap_or_default();
-            self.loaded_epoch.insert(crate::scripting::sha1_hex(body));
+        let is_eval = name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro");
+        if is_eval || (name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"load")) {
+            let body = rec.argv.get(if is_eval { 1 } else { 2 }).copied().unwrap_or_default();
+            self.stream_scripts.insert(crate::scripting::sha1_hex(body), Bytes::copy_from_slice(body));
         } else if name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"flush") {
-            self.loaded_epoch.clear();
+            self.stream_scripts.clear();
         }
         self.release_replies();
         None
@@ -559,7 +592,8 @@ impl Executor {
         }
         aof.flush()?;
         let started = Instant::now();
-        if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripts) {
+        let stream_db = if aof.verbatim { self.master_client.as_ref().map_or(self.master_db, |c| c.db) as u32 } else { 0 };
+        if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripts, stream_db) {
             aof.stats.last_rewrite_ok = false;
             log::warning(&format!("Can't rewrite append only file in background: {e}"));
             return Err(format!("ERR Background AOF rewrite failed: {e}"));
@@ -607,6 +641,8 @@ impl Executor {
             }
         }
         self.server.aof_info = Some(aof.info());
+        // Replicas waiting for a full sync get this base (or are dropped if it failed).
+        self.complete_full_syncs();
     }
 
     /// Runs a rewrite to its end now (DEBUG RELOAD).

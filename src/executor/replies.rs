@@ -57,8 +57,11 @@ impl Executor {
         Self::send_output(client, out, 0);
     }
 
-    /// The hard output limit of a client's class (normal or pubsub).
+    /// The hard output limit of a client's class (normal, pubsub or replica).
     pub(super) fn output_limit(&self, client: &Client) -> u64 {
+        if client.replica.is_some() {
+            return self.server.output_hard_limits.2;
+        }
         let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
         if subscribed {
             self.server.output_hard_limits.1
@@ -86,6 +89,9 @@ impl Executor {
                 }
             }
         }
+        // The segments just written are the replication stream.
+        self.feed_replicas();
+        self.ack_master();
         self.ks.expired.clear();
         self.expired_seen = 0;
         self.expired_notified = 0;

@@ -10,6 +10,7 @@
 
 use bytes::Bytes;
 
+use super::replicate::READONLY;
 use super::Executor;
 use crate::commands::scripting::ScriptCall;
 use crate::commands::{self, CommandSpec, Flag, Resolved};
@@ -66,6 +67,10 @@ impl Executor {
                 self.server.scripts = Some(engine);
                 return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
             }
+            if !flags.no_writes && !self.loading && self.read_only_replica() {
+                self.server.scripts = Some(engine);
+                return Reply::error(READONLY);
+            }
         }
         // Replies of other clients produced earlier in this batch go out now: a long script
         // must not hold them (Redis flushes them while a script is busy).
@@ -77,14 +82,15 @@ impl Executor {
         self.now_ms = self.replay_time_ms.take().unwrap_or_else(crate::clock::now_ms);
         let time_ms = self.now_ms;
         // Deletions so far belong before the script's record.
-        if self.logging() {
+        if self.recording() {
             self.log_deletions();
         }
         let (saved_db, saved_proto) = (client.db, client.proto);
         client.in_script = true;
         client.deny_blocking = true;
         let watch = engine.watch.clone();
-        watch.start();
+        // A record of the stream or of the log being loaded: never killed.
+        watch.start(self.loading);
         let pump = self.inbox.clone().map(|inbox| std::rc::Rc::new(move || inbox.pump()) as std::rc::Rc<dyn Fn()>);
         let mut bridge = ScriptBridge {
             exec: self,
@@ -142,7 +148,7 @@ impl ScriptHost for ScriptBridge<'_> {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
         if write {
-            if let Some(refusal) = self.exec.log_write_refusal() {
+            if let Some(refusal) = self.exec.log_write_refusal().or_else(|| self.exec.replication_write_refusal()) {
                 return refusal;
             }
             self.write_allowed = true;

@@ -20,6 +20,9 @@ pub enum KillOutcome {
     Killed,
     NotBusy,
     Unkillable,
+    /// The script came from the primary's stream (or the log being loaded): it must run to
+    /// its end, or the replica would diverge.
+    UnkillableMaster,
 }
 
 #[derive(Debug, Default)]
@@ -27,11 +30,14 @@ pub struct ScriptWatch {
     state: AtomicU8,
     timed_out: AtomicBool,
     shutdown: AtomicBool,
+    from_master: AtomicBool,
 }
 
 impl ScriptWatch {
-    /// A script starts (executor).
-    pub fn start(&self) {
+    /// A script starts (executor); `from_master`: it is a record of the replication stream
+    /// or of the log being loaded.
+    pub fn start(&self, from_master: bool) {
+        self.from_master.store(from_master, Ordering::Release);
         self.timed_out.store(false, Ordering::Release);
         self.state.store(RUNNING, Ordering::Release);
     }
@@ -63,6 +69,9 @@ impl ScriptWatch {
 
     /// SCRIPT KILL (connection tasks, or the executor when nothing runs).
     pub fn kill(&self) -> KillOutcome {
+        if self.from_master.load(Ordering::Acquire) && self.state.load(Ordering::Acquire) != IDLE {
+            return KillOutcome::UnkillableMaster;
+        }
         match self.state.compare_exchange(RUNNING, KILLED, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => KillOutcome::Killed,
             Err(KILLED) => KillOutcome::Killed,
@@ -98,11 +107,14 @@ mod tests {
     fn a_script_that_wrote_cannot_be_killed_and_a_killed_one_cannot_write() {
         let w = ScriptWatch::default();
         assert_eq!(w.kill(), KillOutcome::NotBusy);
-        w.start();
+        w.start(false);
         assert!(w.may_write());
         assert_eq!(w.kill(), KillOutcome::Unkillable);
         w.finish();
-        w.start();
+        w.start(true);
+        assert_eq!(w.kill(), KillOutcome::UnkillableMaster);
+        w.finish();
+        w.start(false);
         assert_eq!(w.kill(), KillOutcome::Killed);
         assert!(!w.may_write());
         assert!(w.must_abort());

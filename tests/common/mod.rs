@@ -57,6 +57,29 @@ impl Server {
         *self = Self::start_in(dir, extra);
     }
 
+    /// Like [`Server::restart`], on the same port (replicas that point at it reconnect).
+    pub fn restart_same_port(&mut self, extra: &[&str]) {
+        self.kill9();
+        let dir = self.take_dir();
+        let port = self.port.to_string();
+        let mut args = vec!["--port", port.as_str()];
+        args.extend_from_slice(extra);
+        for _ in 0..50 {
+            let mut cmd = Command::new(vermilion_bin());
+            cmd.arg("--dir").arg(dir.path()).args(&args).stdout(Stdio::null()).stderr(Stdio::null());
+            let child = cmd.spawn().expect("spawn vermilion-server");
+            let mut server = Server { child, port: self.port, dir: tempfile::tempdir().expect("tempdir") };
+            if server.wait_ready(Duration::from_secs(10)) {
+                server.dir = dir;
+                *self = server;
+                return;
+            }
+            server.kill9();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("vermilion-server did not restart on port {port}");
+    }
+
     /// Runs vermilion-server over `dir` expecting it to refuse to start; returns its exit
     /// status success flag and everything it logged.
     pub fn run_expecting_exit(dir: &Path, extra: &[&str]) -> (bool, String) {
@@ -218,6 +241,13 @@ impl RawConn {
     pub fn call(&mut self, args: &[&[u8]]) -> Vec<u8> {
         self.cmd(args);
         self.read_reply()
+    }
+
+    /// Reads one line (without its CRLF) as text.
+    pub fn read_line_text(&mut self) -> String {
+        let mut out = Vec::new();
+        let line = self.read_line(&mut out);
+        String::from_utf8_lossy(&line[..line.len() - 2]).into_owned()
     }
 
     /// True if the server closed the connection (reads EOF within the timeout).

@@ -7,6 +7,7 @@
 
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,9 +346,14 @@ static int luaB_unpack (lua_State *L) {
   i = luaL_optint(L, 2, 1);
   e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
   if (i > e) return 0;  /* empty range */
-  n = e - i + 1;  /* number of elements */
-  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
-    return luaL_error(L, "too many results to unpack");
+  /* Vermilion: unsigned arithmetic (Lua 5.2's fix): the signed overflow the original
+     test relied on is undefined behaviour, which optimizing compilers remove. */
+  {
+    unsigned int span = (unsigned int)e - (unsigned int)i;  /* elements minus 1 */
+    if (span >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(span + 1)))
+      return luaL_error(L, "too many results to unpack");
+    n = (int)(span + 1);
+  }
   lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
   while (i++ < e)  /* push arg[i + 1...e] */
     lua_rawgeti(L, 1, i);

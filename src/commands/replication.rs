@@ -1,0 +1,232 @@
+//! Replication commands: REPLICAOF/SLAVEOF, ROLE, PSYNC/SYNC, REPLCONF, WAIT, and the INFO
+//! replication section. The work itself (PSYNC, REPLICAOF) is the executor's
+//! (`executor/replicate.rs`): handlers check arguments and leave a request.
+
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+
+use super::{arg_i64, BlockRequest, CmdError, Ctx};
+use crate::protocol::Reply;
+use crate::replication::{PeerState, ReplRequest};
+use crate::state::ServerState;
+use crate::util::eq_ignore_case;
+
+/// ```text
+/// REPLICAOF host port | REPLICAOF NO ONE
+/// ```
+pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if eq_ignore_case(&args[1], "no") && eq_ignore_case(&args[2], "one") {
+        ctx.server.repl_request = Some(ReplRequest::ReplicaOf(None));
+        return Ok(Reply::OK);
+    }
+    let port = arg_i64(&args[2])?;
+    if !(0..=65535).contains(&port) {
+        return Err(CmdError::other("ERR Invalid master port"));
+    }
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    ctx.server.repl_request = Some(ReplRequest::ReplicaOf(Some((host, port as u16))));
+    Ok(Reply::OK)
+}
+
+pub fn slaveof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    replicaof(ctx, args)
+}
+
+/// ```text
+/// ROLE
+/// ```
+pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let s = &*ctx.server;
+    let repl = &s.repl;
+    if let Some(m) = &repl.master {
+        let state = m.shared.state_name();
+        let offset = if m.synced || state == "connected" { repl.offset as i64 } else { -1 };
+        return Ok(Reply::Array(vec![
+            Reply::bulk(b"slave"),
+            Reply::Bulk(Bytes::from(m.host.clone())),
+            Reply::Int(m.port as i64),
+            Reply::bulk(state.as_bytes()),
+            Reply::Int(offset),
+        ]));
+    }
+    let peers = repl
+        .replicas
+        .iter()
+        .filter_map(|id| s.clients.get(id))
+        .filter(|c| c.replica.as_ref().is_some_and(|p| p.state == PeerState::Online))
+        .map(|c| {
+            let ack = c.replica.as_ref().map_or(0, |p| p.ack_offset);
+            Reply::Array(vec![
+                Reply::Bulk(Bytes::from(peer_ip(&c.addr).to_string())),
+                Reply::Bulk(Bytes::from(c.replconf_port.to_string())),
+                Reply::Bulk(Bytes::from(ack.to_string())),
+            ])
+        })
+        .collect();
+    Ok(Reply::Array(vec![Reply::bulk(b"master"), Reply::Int(repl.offset as i64), Reply::Array(peers)]))
+}
+
+fn peer_ip(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(ip, _)| ip)
+}
+
+/// ```text
+/// PSYNC replicationid offset
+/// ```
+pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let offset = arg_i64(&args[2])?;
+    let replid = String::from_utf8_lossy(&args[1]).into_owned();
+    ctx.server.repl_request = Some(ReplRequest::Psync { replid, offset, legacy: false });
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// SYNC
+/// ```
+pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.repl_request = Some(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true });
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// REPLCONF option value [option value ...]
+/// ```
+pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    for pair in args[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if eq_ignore_case(opt, "listening-port") {
+            let port = arg_i64(val)?;
+            ctx.client.replconf_port = port.clamp(0, 65535) as u16;
+        } else if eq_ignore_case(opt, "ack") {
+            // Acknowledgements get no reply (a replica does not read one).
+            let Some(offset) = crate::util::parse_i64(val) else { return Ok(Reply::NoReply) };
+            if let Some(peer) = ctx.client.replica.as_mut() {
+                if offset >= 0 && offset as u64 > peer.ack_offset {
+                    peer.ack_offset = offset as u64;
+                }
+                peer.ack_time_ms = crate::clock::now_ms();
+                ctx.server.repl.acked = true;
+            }
+            return Ok(Reply::NoReply);
+        } else if eq_ignore_case(opt, "getack") {
+            return Ok(Reply::NoReply);
+        } else if !["ip-address", "capa", "rdb-only", "rdb-filter-only"].iter().any(|o| eq_ignore_case(opt, o)) {
+            return Err(CmdError::Other(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).into()));
+        }
+    }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// WAIT numreplicas timeout
+/// ```
+pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.server.repl.master.is_some() {
+        return Err(CmdError::other("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
+    let needed = arg_i64(&args[1])?;
+    let timeout = crate::util::parse_i64(&args[2]).ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::other("ERR timeout is negative"));
+    }
+    let offset = ctx.client.log_wait;
+    let count = acked(ctx.server, offset);
+    if ctx.client.deny_blocking || count as i64 >= needed {
+        return Ok(Reply::Int(count as i64));
+    }
+    ctx.client.wait_target = Some((offset, needed.max(0) as usize));
+    ctx.client.block_request = Some(BlockRequest {
+        keys: Vec::new(),
+        deadline_ms: (timeout > 0).then(|| ctx.now_ms.max(crate::clock::now_ms()) + timeout),
+        timeout_reply: Reply::Int(count as i64),
+    });
+    Ok(Reply::NoReply)
+}
+
+/// Online replicas that acknowledged `offset`.
+fn acked(s: &ServerState, offset: u64) -> usize {
+    s.repl
+        .replicas
+        .iter()
+        .filter_map(|id| s.clients.get(id).and_then(|c| c.replica.as_ref()))
+        .filter(|p| p.state == PeerState::Online && p.ack_offset >= offset)
+        .count()
+}
+
+/// INFO's replication section, with Redis 7.0's fields.
+pub fn info_section(s: &ServerState) -> String {
+    let repl = &s.repl;
+    let now = crate::clock::now_ms();
+    let mut out = String::from("# Replication\r\n");
+    if let Some(m) = &repl.master {
+        let up = m.synced;
+        let last_io = (now - m.shared.last_io_ms.load(std::sync::atomic::Ordering::Acquire)).max(0) / 1000;
+        let syncing = m.shared.state.load(std::sync::atomic::Ordering::Acquire) == crate::replication::LINK_SYNC;
+        let _ = write!(
+            out,
+            "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+            m.host,
+            m.port,
+            if up { "up" } else { "down" },
+            if up { last_io } else { -1 },
+            syncing as u8,
+            repl.offset,
+            repl.offset
+        );
+        if !up {
+            let _ = write!(out, "master_link_down_since_seconds:{}\r\n", (now - m.down_since_ms).max(0) / 1000);
+        }
+        let _ = write!(
+            out,
+            "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
+            s.config.get("replica-priority"),
+            s.replica_read_only as u8
+        );
+    } else {
+        out.push_str("role:master\r\n");
+    }
+    let peers: Vec<_> = repl.replicas.iter().filter_map(|id| s.clients.get(id)).filter(|c| c.replica.is_some()).collect();
+    let _ = write!(out, "connected_slaves:{}\r\n", peers.len());
+    let (needed, max_lag) = s.min_replicas;
+    if needed > 0 && repl.master.is_none() {
+        let good = peers
+            .iter()
+            .filter_map(|c| c.replica.as_ref())
+            .filter(|p| p.state == PeerState::Online && now - p.ack_time_ms <= max_lag * 1000)
+            .count();
+        let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
+    }
+    for (i, c) in peers.iter().enumerate() {
+        let Some(p) = c.replica.as_ref() else { continue };
+        let state = match p.state {
+            PeerState::WaitSnapshot => "wait_bgsave",
+            PeerState::Online => "online",
+        };
+        let _ = write!(
+            out,
+            "slave{i}:ip={},port={},state={state},offset={},lag={}\r\n",
+            peer_ip(&c.addr),
+            c.replconf_port,
+            p.ack_offset,
+            (now - p.ack_time_ms).max(0) / 1000
+        );
+    }
+    let (active, first, histlen) = match &repl.backlog {
+        Some(b) => (1, b.first_offset() + 1, b.histlen()),
+        None => (0, 0, 0),
+    };
+    let _ = write!(
+        out,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        repl.replid,
+        repl.replid2,
+        repl.offset,
+        repl.second_offset.map_or(-1, |o| o as i64 + 1),
+        s.config.get("repl-backlog-size"),
+    );
+    out
+}

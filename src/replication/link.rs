@@ -1,0 +1,271 @@
+//! A replica's connection to its primary: a tokio task that does Redis's handshake (PING,
+//! AUTH, REPLCONF listening-port and capa, PSYNC), receives the snapshot of a full sync into
+//! a file, then cuts the stream into whole checkpointed segments and hands them to the
+//! executor. It acknowledges the offset the executor reports as applied (at once, and every
+//! second), and reconnects after a failure. It never touches data.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{LinkShared, LINK_CONNECT, LINK_CONNECTED, LINK_CONNECTING, LINK_SYNC};
+use crate::aof::format;
+use crate::executor::Request;
+use crate::log;
+
+/// What the task needs to know (copied from the configuration when the link starts).
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    pub id: u64,
+    pub host: String,
+    pub port: u16,
+    pub masterauth: String,
+    pub masteruser: String,
+    /// This server's port, for REPLCONF listening-port.
+    pub listening_port: u16,
+    /// Where the snapshot of a full sync is written (the log's directory when there is one).
+    pub sync_file: PathBuf,
+    pub timeout: Duration,
+}
+
+/// Runs the link until it is stopped.
+pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) {
+    loop {
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        shared.state.store(LINK_CONNECTING, Ordering::Release);
+        log::notice(&format!("Connecting to MASTER {}:{}", cfg.host, cfg.port));
+        let result = session(&cfg, &shared, &tx).await;
+        shared.state.store(LINK_CONNECT, Ordering::Release);
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        match result {
+            Ok(()) => log::notice("Connection with master lost."),
+            Err(e) => log::warning(&format!("Replication link with MASTER {}:{}: {e}", cfg.host, cfg.port)),
+        }
+        if tx.send(Request::ReplLinkDown { link: cfg.id }).is_err() {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shared.wake.notified() => {}
+        }
+    }
+}
+
+/// One connection: handshake, sync, stream. Returns when the connection ends.
+async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>) -> Result<(), String> {
+    let addr = format!("{}:{}", cfg.host, cfg.port);
+    let mut sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
+        Err(_) => return Err("Timeout connecting to the MASTER...".into()),
+    };
+    let _ = sock.set_nodelay(true);
+    log::notice("MASTER <-> REPLICA sync started");
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let reply = command(&mut sock, &mut buf, cfg, &["PING"]).await?;
+    if !reply.starts_with("+PONG") && !reply.starts_with("-NOAUTH") && !reply.starts_with("-ERR operation not permitted") {
+        return Err(format!("Error reply to PING from master: '{reply}'"));
+    }
+    if !cfg.masterauth.is_empty() {
+        let reply = if cfg.masteruser.is_empty() {
+            command(&mut sock, &mut buf, cfg, &["AUTH", &cfg.masterauth]).await?
+        } else {
+            command(&mut sock, &mut buf, cfg, &["AUTH", &cfg.masteruser, &cfg.masterauth]).await?
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = cfg.listening_port.to_string();
+    let reply = command(&mut sock, &mut buf, cfg, &["REPLCONF", "listening-port", &port]).await?;
+    if reply.starts_with('-') {
+        log::notice(&format!("(Non critical) Master does not understand REPLCONF listening-port: {reply}"));
+    }
+    let reply = command(&mut sock, &mut buf, cfg, &["REPLCONF", "capa", "eof", "capa", "psync2"]).await?;
+    if reply.starts_with('-') {
+        log::notice(&format!("(Non critical) Master does not understand REPLCONF capa: {reply}"));
+    }
+    let resume = shared.resume_from.lock().map(|r| r.clone()).unwrap_or(None);
+    let (replid, offset) = match &resume {
+        Some((id, off)) => (id.clone(), (off + 1).to_string()),
+        None => ("?".to_string(), "-1".to_string()),
+    };
+    if resume.is_some() {
+        log::notice(&format!("Trying a partial resynchronization (request {replid}:{offset})."));
+    }
+    let reply = command(&mut sock, &mut buf, cfg, &["PSYNC", &replid, &offset]).await?;
+    shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut words = rest.split_whitespace();
+        let (Some(id), Some(off)) = (words.next(), words.next().and_then(|o| o.parse::<u64>().ok())) else {
+            return Err(format!("Bad FULLRESYNC reply from master: '{reply}'"));
+        };
+        log::notice(&format!("Full resync from master: {id}:{off}"));
+        shared.state.store(LINK_SYNC, Ordering::Release);
+        receive_snapshot(&mut sock, &mut buf, cfg, shared).await?;
+        tx.send(Request::ReplSnapshot { link: cfg.id, replid: id.to_string(), offset: off, path: cfg.sync_file.clone() })
+            .map_err(|_| "the executor is gone".to_string())?;
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let id = rest.trim().to_string();
+        log::notice("Successful partial resynchronization with master.");
+        tx.send(Request::ReplContinue { link: cfg.id, replid: id }).map_err(|_| "the executor is gone".to_string())?;
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: '{reply}'"));
+    }
+    shared.state.store(LINK_CONNECTED, Ordering::Release);
+    stream(&mut sock, &mut buf, cfg, shared, tx).await
+}
+
+/// Sends one command and reads its one-line reply.
+async fn command(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig, argv: &[&str]) -> Result<String, String> {
+    let mut out = Vec::new();
+    format::encode_command(&mut out, argv);
+    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
+    read_line(sock, buf, cfg).await
+}
+
+/// Reads one reply line, skipping the bare newlines a primary sends as keepalives.
+async fn read_line(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<String, String> {
+    loop {
+        while buf.first() == Some(&b'\n') {
+            buf.advance(1);
+        }
+        if let Some(nl) = buf.iter().position(|&c| c == b'\n') {
+            let line = String::from_utf8_lossy(&buf[..nl]).trim_end_matches('\r').to_string();
+            buf.advance(nl + 1);
+            return Ok(line);
+        }
+        if buf.len() > 64 * 1024 {
+            return Err("Reply line from MASTER too long".into());
+        }
+        fill(sock, buf, cfg).await?;
+    }
+}
+
+async fn fill(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<(), String> {
+    buf.reserve(64 * 1024);
+    match tokio::time::timeout(cfg.timeout, sock.read_buf(buf)).await {
+        Ok(Ok(0)) => Err("Connection closed by MASTER".into()),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("Error reading from MASTER: {e}")),
+        Err(_) => Err("Timeout receiving from MASTER".into()),
+    }
+}
+
+/// The snapshot of a full sync: `$<len>\r\n` and that many bytes, written to `sync_file`.
+async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig, shared: &LinkShared) -> Result<(), String> {
+    let header = read_line(sock, buf, cfg).await?;
+    let Some(len) = header.strip_prefix('$').and_then(|l| l.parse::<u64>().ok()) else {
+        return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')"));
+    };
+    log::notice(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
+    let mut file = std::fs::File::create(&cfg.sync_file)
+        .map_err(|e| format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"))?;
+    let mut left = len;
+    loop {
+        let take = (buf.len() as u64).min(left) as usize;
+        if take > 0 {
+            file.write_all(&buf[..take]).map_err(|e| format!("Write error writing the sync file: {e}"))?;
+            buf.advance(take);
+            left -= take as u64;
+        }
+        if left == 0 {
+            break;
+        }
+        fill(sock, buf, cfg).await?;
+        shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
+    }
+    file.sync_all().map_err(|e| format!("Error syncing the sync file: {e}"))?;
+    Ok(())
+}
+
+/// The stream: whole segments go to the executor; acknowledgements go back.
+async fn stream(
+    sock: &mut TcpStream,
+    buf: &mut BytesMut,
+    cfg: &LinkConfig,
+    shared: &LinkShared,
+    tx: &Sender<Request>,
+) -> Result<(), String> {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut acked = u64::MAX;
+    loop {
+        deliver(buf, cfg.id, tx)?;
+        buf.reserve(64 * 1024);
+        tokio::select! {
+            read = sock.read_buf(buf) => {
+                match read {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release),
+                    Err(e) => return Err(format!("Error reading from MASTER: {e}")),
+                }
+            }
+            _ = shared.wake.notified() => {
+                acked = ack(sock, shared, acked, false).await?;
+            }
+            _ = tick.tick() => {
+                acked = ack(sock, shared, acked, true).await?;
+                let idle = crate::clock::now_ms() - shared.last_io_ms.load(Ordering::Acquire);
+                if idle > cfg.timeout.as_millis() as i64 {
+                    return Err("MASTER timeout: no data nor PING received...".into());
+                }
+            }
+        }
+        if shared.stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if shared.reconnect.swap(false, Ordering::AcqRel) {
+            return Err("Connection with master closed by CLIENT KILL".into());
+        }
+    }
+}
+
+/// Sends REPLCONF ACK when the applied offset moved (or every second when `always`).
+async fn ack(sock: &mut TcpStream, shared: &LinkShared, last: u64, always: bool) -> Result<u64, String> {
+    let offset = shared.applied.load(Ordering::Acquire);
+    if offset == last && !always {
+        return Ok(last);
+    }
+    let mut out = Vec::new();
+    format::encode_command(&mut out, &["REPLCONF", "ACK", &offset.to_string()]);
+    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
+    Ok(offset)
+}
+
+/// Hands every whole, checksum-verified segment at the front of `buf` to the executor,
+/// skipping keepalive newlines between segments.
+fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>) -> Result<(), String> {
+    loop {
+        while buf.first() == Some(&b'\n') {
+            buf.advance(1);
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let verdict = format::check(buf);
+        let whole = verdict.tail_start;
+        if whole > 0 {
+            let data = buf.split_to(whole).freeze();
+            tx.send(Request::ReplStream { link, data }).map_err(|_| "the executor is gone".to_string())?;
+        }
+        match verdict.problem {
+            Some(format::Problem::Corrupt { offset, reason }) if offset > whole || buf.first() != Some(&b'\n') => {
+                return Err(format!("Bad replication stream from MASTER at stream byte {offset}: {reason}"));
+            }
+            // A keepalive after the segments handed out: skip it and go on.
+            Some(format::Problem::Corrupt { .. }) => continue,
+            _ => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Replication: the stream is the log.
+//!
+//! A primary's replication stream is its incremental log, byte for byte: the segments the
+//! executor writes to the log (records closed by a `#C:` checkpoint) are what replicas
+//! receive, and the replication offset is the log offset. A replica applies whole,
+//! checksum-verified segments through the same path as AOF loading and appends them,
+//! unchanged, to its own log, so its offsets are its primary's and its sub-replicas get the
+//! same bytes.
+//!
+//! This module holds the state both roles keep ([`ReplState`], on the executor), the
+//! in-memory backlog ([`Backlog`]) and, in [`link`], the replica's connection to its primary
+//! (a tokio task at the edge). The executor side (PSYNC, feeding replicas, applying the
+//! stream, WAIT) is `executor/replicate.rs`.
+
+pub mod backlog;
+pub mod link;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub use backlog::Backlog;
+
+/// The tokio runtime replica links run on (set by the binary; without it REPLICAOF fails).
+static RUNTIME: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+
+pub fn set_runtime(handle: tokio::runtime::Handle) {
+    let _ = RUNTIME.set(handle);
+}
+
+pub fn runtime() -> Option<&'static tokio::runtime::Handle> {
+    RUNTIME.get()
+}
+
+/// A fresh 40-hex-digit replication id.
+pub fn new_replid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(40);
+    let mut seed = crate::clock::now_ms() as u64 ^ ((std::process::id() as u64) << 32);
+    while out.len() < 40 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(seed);
+        seed = h.finish();
+        out.push_str(&format!("{seed:016x}"));
+    }
+    out.truncate(40);
+    out
+}
+
+pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// Where a replica connection of a primary stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// Full sync asked for: waiting for the snapshot (a log rewrite) to be ready.
+    WaitSnapshot,
+    /// Receiving the stream (the snapshot or backlog may still be on its way).
+    Online,
+}
+
+/// What a primary knows of one replica (on the replica's `Client`).
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub state: PeerState,
+    /// The offset the replica last acknowledged (REPLCONF ACK).
+    pub ack_offset: u64,
+    pub ack_time_ms: i64,
+    /// When stream bytes (or a keepalive) last went to it.
+    pub last_sent_ms: i64,
+    /// The snapshot's offset during a full sync.
+    pub sync_offset: u64,
+    /// SYNC rather than PSYNC: no `+FULLRESYNC` line.
+    pub legacy: bool,
+}
+
+/// The replica link's state, as INFO and ROLE show it.
+pub const LINK_CONNECT: u8 = 0;
+pub const LINK_CONNECTING: u8 = 1;
+pub const LINK_SYNC: u8 = 2;
+pub const LINK_CONNECTED: u8 = 3;
+
+/// What the executor and a replica's link task share.
+#[derive(Debug, Default)]
+pub struct LinkShared {
+    pub state: AtomicU8,
+    /// The replication id and offset to ask PSYNC for (None: full sync).
+    pub resume_from: Mutex<Option<(String, u64)>>,
+    /// The offset applied and written: acknowledged to the primary.
+    pub applied: AtomicU64,
+    /// Wall-clock ms of the last bytes from the primary.
+    pub last_io_ms: AtomicI64,
+    /// The link must end (REPLICAOF elsewhere or NO ONE).
+    pub stop: AtomicBool,
+    /// Drop the connection and reconnect (CLIENT KILL TYPE master).
+    pub reconnect: AtomicBool,
+    /// Wakes the task: a new offset to acknowledge, or a stop.
+    pub wake: tokio::sync::Notify,
+}
+
+impl LinkShared {
+    pub fn state_name(&self) -> &'static str {
+        match self.state.load(Ordering::Acquire) {
+            LINK_CONNECTING => "connecting",
+            LINK_SYNC => "sync",
+            LINK_CONNECTED => "connected",
+            _ => "connect",
+        }
+    }
+}
+
+/// This server's side of a primary it replicates.
+#[derive(Debug)]
+pub struct MasterLink {
+    pub host: String,
+    pub port: u16,
+    /// Generation of the link: messages from an older task are ignored.
+    pub id: u64,
+    pub shared: Arc<LinkShared>,
+    /// The stream is flowing (a full sync installed or a CONTINUE accepted).
+    pub synced: bool,
+    /// When the link last went down (INFO master_link_down_since_seconds).
+    pub down_since_ms: i64,
+}
+
+/// Replication state of the server, in either role.
+#[derive(Debug)]
+pub struct ReplState {
+    /// The history this server's data belongs to (a replica takes its primary's).
+    pub replid: String,
+    /// The previous history, continued by `replid` from `second_offset` (PSYNC2).
+    pub replid2: String,
+    pub second_offset: Option<u64>,
+    /// The stream offset: the log offset of everything written (a primary) or applied (a
+    /// replica).
+    pub offset: u64,
+    pub backlog: Option<Backlog>,
+    /// Clients that asked for the stream (PSYNC/SYNC), in the order they did.
+    pub replicas: Vec<crate::state::ClientId>,
+    pub master: Option<MasterLink>,
+    pub next_link_id: u64,
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// A REPLCONF ACK arrived: WAITing clients may be answered.
+    pub acked: bool,
+    /// CLIENT KILL TYPE master was asked for.
+    pub kill_master: bool,
+}
+
+impl Default for ReplState {
+    fn default() -> Self {
+        ReplState {
+            replid: new_replid(),
+            replid2: NO_REPLID.to_string(),
+            second_offset: None,
+            offset: 0,
+            backlog: None,
+            replicas: Vec::new(),
+            master: None,
+            next_link_id: 1,
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+            acked: false,
+            kill_master: false,
+        }
+    }
+}
+
+impl ReplState {
+    /// Starts a new history that continues the current one at `offset` (a promotion).
+    pub fn shift_replid(&mut self, new_id: String, offset: u64) {
+        self.replid2 = std::mem::replace(&mut self.replid, new_id);
+        self.second_offset = Some(offset);
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.master.is_some()
+    }
+}
+
+/// Work only the executor can do, asked for by a replication command's handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplRequest {
+    /// PSYNC (`legacy`: SYNC). `offset` is the first byte wanted, as Redis counts (our
+    /// offset + 1); -1 with replid "?" asks for a full sync.
+    Psync { replid: String, offset: i64, legacy: bool },
+    /// REPLICAOF host port, or NO ONE (None).
+    ReplicaOf(Option<(String, u16)>),
+}

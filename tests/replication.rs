@@ -1,0 +1,446 @@
+//! Replication with real processes on loopback: full and partial resyncs, a chained replica,
+//! restarts, promotion, WAIT, read-only replicas, the stream-equals-log property, and bad
+//! input on the replication port. Every scenario ends with the replicas' DEBUG DIGEST equal
+//! to the primary's at the same offset.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Rng, Server};
+use redis::Connection;
+
+fn info(c: &mut Connection, section: &str) -> String {
+    redis::cmd("INFO").arg(section).query(c).expect("INFO")
+}
+
+fn field(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+}
+
+fn num(c: &mut Connection, section: &str, name: &str) -> i64 {
+    field(&info(c, section), name).and_then(|v| v.parse().ok()).unwrap_or(-1)
+}
+
+fn digest(c: &mut Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
+}
+
+fn replicaof(c: &mut Connection, primary: &Server) {
+    let _: String = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary.port).query(c).expect("REPLICAOF");
+}
+
+/// INFO, retried while the server answers an error (BUSY during a long script).
+fn info_retry(s: &Server, section: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match redis::cmd("INFO").arg(section).query::<String>(&mut s.client()) {
+            Ok(text) => return text,
+            Err(e) => assert!(Instant::now() < deadline, "INFO kept failing: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until every replica is up and at the primary's offset, then compares digests. The
+/// primary's active expiry is paused meanwhile, so that no deletion moves the offset
+/// between the reads.
+fn converge(primary: &Server, replicas: &[&Server]) -> i64 {
+    let mut p = primary.client();
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut p).expect("DEBUG SET-ACTIVE-EXPIRE");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let offset = loop {
+        let offset = num(&mut p, "replication", "master_repl_offset");
+        let mut all = true;
+        for r in replicas {
+            let text = info_retry(r, "replication");
+            let up = field(&text, "master_link_status").as_deref() == Some("up");
+            let at = field(&text, "slave_repl_offset").and_then(|v| v.parse::<i64>().ok());
+            all &= up && at == Some(offset);
+        }
+        if all && offset == num(&mut p, "replication", "master_repl_offset") {
+            let want = digest(&mut p);
+            for r in replicas {
+                assert_eq!(digest(&mut r.client()), want, "replica on port {} diverged at offset {offset}", r.port);
+            }
+            break offset;
+        }
+        assert!(Instant::now() < deadline, "replicas did not reach the primary's offset {offset}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(1).query(&mut p).expect("DEBUG SET-ACTIVE-EXPIRE");
+    offset
+}
+
+/// The current incremental log of a server's directory, and the offset it starts at
+/// (its base snapshot's log offset plus the earlier incremental files).
+fn incr_log(s: &Server) -> (u64, Vec<u8>) {
+    let dir = s.dir.path().join("appendonlydir");
+    let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).expect("manifest");
+    let names: Vec<String> =
+        manifest.lines().filter(|l| l.starts_with("file ")).filter_map(|l| l.split_whitespace().nth(1).map(str::to_string)).collect();
+    let base = std::fs::read(dir.join(&names[0])).expect("base");
+    let mut start = u64::from_le_bytes(base[16..24].try_into().expect("header"));
+    for n in &names[1..names.len() - 1] {
+        start += std::fs::metadata(dir.join(n)).map(|m| m.len()).unwrap_or(0);
+    }
+    (start, std::fs::read(dir.join(&names[names.len() - 1])).expect("incr"))
+}
+
+/// The bytes two logs hold for the offsets both cover are the same.
+fn assert_same_bytes(a: &Server, b: &Server) -> usize {
+    let (sa, la) = incr_log(a);
+    let (sb, lb) = incr_log(b);
+    let from = sa.max(sb);
+    let to = (sa + la.len() as u64).min(sb + lb.len() as u64);
+    assert!(to > from, "no common range: [{sa}, +{}) and [{sb}, +{})", la.len(), lb.len());
+    let x = &la[(from - sa) as usize..(to - sa) as usize];
+    let y = &lb[(from - sb) as usize..(to - sb) as usize];
+    assert!(x == y, "the logs differ in [{from}, {to})");
+    x.len()
+}
+
+const DET: &str = "local m = redis.call('SMEMBERS', KEYS[1]) local h = redis.call('HKEYS', KEYS[2]) \
+    redis.call('RPUSH', KEYS[3], #m .. ':' .. #h .. ':' .. math.random(1000)) \
+    redis.call('HSET', KEYS[2], 'f' .. math.random(50), ARGV[1]) return #m";
+const RANDOM_DIRTY: &str = "local p = redis.call('SPOP', KEYS[1]) local r = redis.call('SRANDMEMBER', KEYS[1]) \
+    local t = redis.call('TIME') redis.call('SET', KEYS[2], tostring(p) .. tostring(r) .. t[2]) return 1";
+
+/// One client's mixed load until `stop`.
+fn load(port: u16, seed: u64, stop: Arc<AtomicBool>) -> u64 {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).and_then(|c| c.get_connection()).expect("connect");
+    let mut rng = Rng(seed | 1);
+    let mut ops = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let k = rng.below(40);
+        let r: redis::RedisResult<redis::Value> = match rng.below(9) {
+            0 => redis::cmd("SET").arg(format!("s{k}")).arg(rng.next()).query(&mut c),
+            1 => redis::cmd("INCR").arg(format!("n{k}")).query(&mut c),
+            2 => redis::cmd("SADD").arg(format!("set{}", k % 4)).arg(rng.below(30)).query(&mut c),
+            3 => redis::pipe()
+                .atomic()
+                .cmd("INCR")
+                .arg(format!("m{k}"))
+                .cmd("LPUSH")
+                .arg(format!("l{}", k % 5))
+                .arg(k)
+                .cmd("LTRIM")
+                .arg(format!("l{}", k % 5))
+                .arg(0)
+                .arg(20)
+                .query(&mut c),
+            4 => redis::cmd("EVAL").arg(DET).arg(3).arg(format!("set{}", k % 4)).arg(format!("h{}", k % 3)).arg("out").arg(k).query(&mut c),
+            5 => redis::cmd("EVAL").arg(RANDOM_DIRTY).arg(2).arg(format!("set{}", k % 4)).arg(format!("rd{k}")).query(&mut c),
+            6 => redis::cmd("SET").arg(format!("e{k}")).arg(k).arg("PX").arg(1 + rng.below(300)).query(&mut c),
+            7 => redis::cmd("PEXPIRE").arg(format!("s{k}")).arg(1 + rng.below(500)).query(&mut c),
+            _ => redis::cmd("SELECT").arg(rng.below(3)).query(&mut c),
+        };
+        r.expect("a command of the load failed");
+        ops += 1;
+    }
+    ops
+}
+
+fn run_load(port: u16, clients: u64, for_how_long: Duration) -> u64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::spawn(move || load(port, 0x5eed + i * 7919, stop))
+        })
+        .collect();
+    std::thread::sleep(for_how_long);
+    stop.store(true, Ordering::Relaxed);
+    threads.into_iter().map(|t| t.join().expect("load thread")).sum()
+}
+
+#[test]
+fn a_chained_pair_of_replicas_converges_under_mixed_load_and_receives_the_log_bytes() {
+    let primary = Server::start(&["--repl-backlog-size", "64mb"]);
+    // Data before any replica: the full sync carries it (and the script cache).
+    run_load(primary.port, 2, Duration::from_millis(300));
+    let a = Server::start(&[]);
+    let b = Server::start(&[]);
+    replicaof(&mut a.client(), &primary);
+    replicaof(&mut b.client(), &a);
+    // The load goes on while the syncs happen.
+    let ops = run_load(primary.port, 4, Duration::from_secs(3));
+    assert!(ops > 100, "the load ran ({ops} operations)");
+    let offset = converge(&primary, &[&a, &b]);
+    assert!(offset > 0);
+    let mut p = primary.client();
+    assert_eq!(num(&mut p, "stats", "sync_full"), 1, "one full sync (the chained replica syncs from the first)");
+    assert_eq!(num(&mut a.client(), "stats", "sync_full"), 1);
+    // The stream is the log: the replicas' logs hold the primary's bytes.
+    let common = assert_same_bytes(&primary, &a);
+    assert!(common > 10_000, "only {common} bytes in common");
+    assert_same_bytes(&a, &b);
+    // ROLE on both sides.
+    let role: redis::Value = redis::cmd("ROLE").query(&mut p).expect("ROLE");
+    let text = format!("{role:?}");
+    assert!(text.contains("master") && text.contains(&a.port.to_string()), "{text}");
+    let role: redis::Value = redis::cmd("ROLE").query(&mut b.client()).expect("ROLE");
+    let text = format!("{role:?}");
+    assert!(text.contains("slave") && text.contains("connected") && text.contains(&a.port.to_string()), "{text}");
+    let rinfo = info(&mut a.client(), "replication");
+    for f in ["role:slave", "master_link_status:up", "master_sync_in_progress:0", "slave_read_only:1", "connected_slaves:1"] {
+        assert!(rinfo.contains(f), "{f} missing from {rinfo}");
+    }
+    let pinfo = info(&mut p, "replication");
+    assert!(pinfo.contains("slave0:ip=127.0.0.1") && pinfo.contains("state=online"), "{pinfo}");
+}
+
+#[test]
+fn a_replica_killed_or_cut_off_resyncs_partially_from_memory_or_disk_else_fully() {
+    let mut primary = Server::start(&["--repl-backlog-size", "16kb"]);
+    let mut r = Server::start(&[]);
+    replicaof(&mut r.client(), &primary);
+    run_load(primary.port, 2, Duration::from_millis(500));
+    converge(&primary, &[&r]);
+    let mut p = primary.client();
+    let partial = |p: &mut Connection| num(p, "stats", "sync_partial_ok");
+    let full = |p: &mut Connection| num(p, "stats", "sync_full");
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 0));
+
+    // kill -9 and a restart from its own log: it continues where its log ends.
+    r.kill9();
+    let _: () = redis::cmd("SET").arg("during").arg("down").query(&mut p).expect("SET");
+    let replicaof_arg = format!("127.0.0.1 {}", primary.port);
+    r.restart(&["--replicaof", &replicaof_arg]);
+    converge(&primary, &[&r]);
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 1), "a partial resync after kill -9");
+
+    // The link cut by the primary: partial again.
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut p).expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    let _: () = redis::cmd("SET").arg("after").arg("cut").query(&mut p).expect("SET");
+    converge(&primary, &[&r]);
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 2), "a partial resync after CLIENT KILL TYPE replica");
+
+    // More than the backlog while it is down: the primary's log file still holds it.
+    r.kill9();
+    run_load(primary.port, 2, Duration::from_millis(700));
+    assert!(num(&mut p, "replication", "repl_backlog_histlen") <= 64 * 1024);
+    r.restart(&["--replicaof", &replicaof_arg]);
+    converge(&primary, &[&r]);
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 3), "a partial resync from the log's file");
+
+    // The log rewritten past the replica's offset, and more than the backlog after: full.
+    r.kill9();
+    run_load(primary.port, 2, Duration::from_millis(300));
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut p).expect("BGREWRITEAOF");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while num(&mut p, "persistence", "aof_rewrite_in_progress") != 0 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run_load(primary.port, 2, Duration::from_millis(500));
+    r.restart(&["--replicaof", &replicaof_arg]);
+    converge(&primary, &[&r]);
+    assert_eq!(full(&mut p), 2, "a full sync when neither memory nor disk holds the offset");
+    assert!(num(&mut p, "stats", "sync_partial_err") >= 1);
+
+    // The primary restarts from its own log (same port): the replica reconnects and converges.
+    run_load(primary.port, 2, Duration::from_millis(200));
+    // Every short expiry of the load passes and its key goes: the digest is then stable.
+    std::thread::sleep(Duration::from_millis(700));
+    for db in 0..3 {
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut p).expect("SELECT");
+        let _: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut p).expect("KEYS");
+    }
+    let before = digest(&mut p);
+    primary.restart_same_port(&["--repl-backlog-size", "16kb"]);
+    let mut p = primary.client();
+    assert_eq!(digest(&mut p), before, "the primary reloaded its log");
+    let _: () = redis::cmd("SET").arg("after").arg("restart").query(&mut p).expect("SET");
+    converge(&primary, &[&r]);
+}
+
+#[test]
+fn promotion_keeps_the_history_so_the_other_replica_continues_partially() {
+    let primary = Server::start(&[]);
+    let a = Server::start(&[]);
+    let b = Server::start(&[]);
+    replicaof(&mut a.client(), &primary);
+    replicaof(&mut b.client(), &primary);
+    run_load(primary.port, 2, Duration::from_millis(800));
+    converge(&primary, &[&a, &b]);
+    let old_id = field(&info(&mut a.client(), "replication"), "master_replid").expect("replid");
+    drop(primary);
+    let mut ac = a.client();
+    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut ac).expect("REPLICAOF NO ONE");
+    let text = info(&mut ac, "replication");
+    assert_eq!(field(&text, "role").as_deref(), Some("master"));
+    assert_eq!(field(&text, "master_replid2"), Some(old_id), "the old id is the secondary id");
+    assert!(field(&text, "second_repl_offset").and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1) > 0);
+    // The promoted server takes writes and logs them itself.
+    let _: () = redis::cmd("SET").arg("promoted").arg("yes").query(&mut ac).expect("SET on the new primary");
+    replicaof(&mut b.client(), &a);
+    run_load(a.port, 2, Duration::from_millis(300));
+    converge(&a, &[&b]);
+    assert_eq!(num(&mut ac, "stats", "sync_partial_ok"), 1, "partial resync via the secondary id");
+    assert_eq!(num(&mut ac, "stats", "sync_full"), 0);
+    let v: String = redis::cmd("GET").arg("promoted").query(&mut b.client()).expect("GET");
+    assert_eq!(v, "yes");
+    assert_same_bytes(&a, &b);
+}
+
+#[test]
+fn wait_counts_acknowledging_replicas_and_min_replicas_refuses_writes() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    let _: () = redis::cmd("SET").arg("k").arg("0").query(&mut p).expect("SET");
+    let started = Instant::now();
+    let n: i64 = redis::cmd("WAIT").arg(1).arg(200).query(&mut p).expect("WAIT");
+    assert_eq!(n, 0);
+    assert!(started.elapsed() >= Duration::from_millis(190), "WAIT waited for its timeout");
+    let n: i64 = redis::cmd("WAIT").arg(0).arg(0).query(&mut p).expect("WAIT 0 0");
+    assert_eq!(n, 0);
+
+    let a = Server::start(&[]);
+    let b = Server::start(&[]);
+    replicaof(&mut a.client(), &primary);
+    converge(&primary, &[&a]);
+    let _: () = redis::cmd("INCR").arg("k").query(&mut p).expect("INCR");
+    let n: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).expect("WAIT");
+    assert_eq!(n, 1);
+    replicaof(&mut b.client(), &primary);
+    converge(&primary, &[&a, &b]);
+    let _: () = redis::cmd("INCR").arg("k").query(&mut p).expect("INCR");
+    let started = Instant::now();
+    let n: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut p).expect("WAIT");
+    assert_eq!(n, 2);
+    assert!(started.elapsed() < Duration::from_secs(2), "acknowledgements come at once, not once a second");
+    // WAIT on a replica is refused.
+    let err = redis::cmd("WAIT").arg(1).arg(10).query::<i64>(&mut a.client()).unwrap_err().to_string();
+    assert!(err.contains("WAIT cannot be used with replica instances"), "{err}");
+
+    // min-replicas-to-write: two good replicas needed.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("min-replicas-to-write").arg(2).query(&mut p).expect("CONFIG SET");
+    let _: () = redis::cmd("SET").arg("ok").arg("1").query(&mut p).expect("two good replicas: the write goes");
+    drop(b);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while num(&mut p, "replication", "connected_slaves") != 1 {
+        assert!(Instant::now() < deadline, "the primary did not notice the replica left");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let n: i64 = redis::cmd("WAIT").arg(2).arg(300).query(&mut p).expect("WAIT");
+    assert_eq!(n, 1, "one replica left to acknowledge");
+    let err = redis::cmd("SET").arg("refused").arg("1").query::<()>(&mut p).unwrap_err().to_string();
+    assert!(err.contains("Not enough good replicas to write."), "{err}");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("min-replicas-to-write").arg(1).query(&mut p).expect("CONFIG SET");
+    let _: () = redis::cmd("SET").arg("accepted").arg("1").query(&mut p).expect("one good replica is enough now");
+    let v: Option<String> = redis::cmd("GET").arg("ok").query(&mut p).expect("reads go on");
+    assert_eq!(v.as_deref(), Some("1"));
+}
+
+#[test]
+fn a_read_only_replica_refuses_writes_hides_expired_keys_and_keeps_the_stream_scripts() {
+    let primary = Server::start(&[]);
+    let r = Server::start(&[]);
+    let mut p = primary.client();
+    let mut rc = r.client();
+    replicaof(&mut rc, &primary);
+    converge(&primary, &[&r]);
+    let err = redis::cmd("SET").arg("x").arg("1").query::<()>(&mut rc).unwrap_err().to_string();
+    assert!(err.contains("You can't write against a read only replica."), "{err}");
+    let err = redis::cmd("EVAL").arg("return redis.call('SET', 'x', '1')").arg(0).query::<()>(&mut rc).unwrap_err().to_string();
+    assert!(err.contains("You can't write against a read only replica."), "{err}");
+    let err = redis::cmd("EVAL").arg("#!lua\nreturn 1").arg(0).query::<i64>(&mut rc).unwrap_err().to_string();
+    assert!(err.contains("read only replica"), "a shebang script without no-writes is refused up front: {err}");
+    let ro: i64 = redis::cmd("EVAL_RO").arg("return redis.call('EXISTS', KEYS[1])").arg(1).arg("x").query(&mut rc).expect("EVAL_RO");
+    assert_eq!(ro, 0);
+
+    // A script body loaded on the primary, then EVALSHA: the replica runs it even after a
+    // local SCRIPT FLUSH.
+    let body = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut p).expect("SCRIPT LOAD");
+    let _: i64 = redis::cmd("EVALSHA").arg(&sha).arg(1).arg("counter").arg(5).query(&mut p).expect("EVALSHA");
+    converge(&primary, &[&r]);
+    let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut rc).expect("SCRIPT FLUSH on the replica");
+    let _: i64 = redis::cmd("EVALSHA").arg(&sha).arg(1).arg("counter").arg(7).query(&mut p).expect("EVALSHA");
+    converge(&primary, &[&r]);
+    let v: i64 = redis::cmd("GET").arg("counter").query(&mut rc).expect("GET");
+    assert_eq!(v, 12);
+
+    // Expiry: the replica hides a key whose time passed but leaves the deletion to the primary.
+    let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(200).query(&mut p).expect("SET PX");
+    converge(&primary, &[&r]);
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut p).expect("DEBUG");
+    std::thread::sleep(Duration::from_millis(400));
+    let v: Option<String> = redis::cmd("GET").arg("short").query(&mut rc).expect("GET");
+    assert_eq!(v, None, "hidden on the replica");
+    let size_before: i64 = redis::cmd("DBSIZE").query(&mut rc).expect("DBSIZE");
+    assert_eq!(size_before, 2, "the expired key is still there, hidden");
+    let _: Option<String> = redis::cmd("GET").arg("short").query(&mut p).expect("GET on the primary deletes it");
+    converge(&primary, &[&r]);
+    let size_after: i64 = redis::cmd("DBSIZE").query(&mut rc).expect("DBSIZE");
+    assert_eq!(size_after, size_before - 1, "the primary's DEL removed it on the replica");
+
+    // A long script from the stream cannot be killed on the replica.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut rc).expect("CONFIG SET");
+    let port = primary.port;
+    let long = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).and_then(|c| c.get_connection()).expect("connect");
+        let script = "local x = 0 for i = 1, 40000000 do x = x + i % 7 end redis.call('SET', 'sum', x) return x";
+        redis::cmd("EVAL").arg(script).arg(0).query::<i64>(&mut c).expect("long script")
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut raw = r.raw();
+    let mut seen = String::new();
+    while Instant::now() < deadline {
+        let reply = String::from_utf8_lossy(&raw.call(&[b"SCRIPT", b"KILL"])).to_string();
+        if reply.starts_with("-UNKILLABLE") {
+            seen = reply;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let total = long.join().expect("script thread");
+    converge(&primary, &[&r]);
+    let reply = raw.call(&[b"SCRIPT", b"KILL"]);
+    assert_eq!(reply, b"-NOTBUSY No scripts in execution right now.\r\n");
+    let v: i64 = redis::cmd("GET").arg("sum").query(&mut rc).expect("GET");
+    assert_eq!(v, total);
+    assert_eq!(seen, "-UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.\r\n");
+}
+
+#[test]
+fn bad_input_on_the_replication_port_and_a_replica_that_never_reads() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut p).expect("SET");
+    // A replica that sends garbage after PSYNC gets no replies and breaks nothing.
+    let mut raw = primary.raw();
+    assert_eq!(raw.call(&[b"REPLCONF", b"listening-port", b"1"]), b"+OK\r\n");
+    assert_eq!(raw.call(&[b"REPLCONF", b"nonsense", b"1"]), b"-ERR Unrecognized REPLCONF option: nonsense\r\n");
+    raw.cmd(&[b"PSYNC", b"?", b"-1"]);
+    let line = raw.read_line_text();
+    assert!(line.starts_with("+FULLRESYNC "), "{line}");
+    raw.send(b"\x00\xff garbage\r\n*2\r\n$4\r\nPING\r\n$1\r\nx\r\nREPLCONF ACK notanumber\r\n");
+    let pong: String = redis::cmd("PING").query(&mut p).expect("the primary serves on");
+    assert_eq!(pong, "PONG");
+    drop(raw);
+    // A replica that never reads: its output is capped, then it is disconnected.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("client-output-buffer-limit").arg("replica 1mb 0 0").query(&mut p).expect("CONFIG SET");
+    let mut lazy = primary.raw();
+    lazy.stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    lazy.cmd(&[b"PSYNC", b"?", b"-1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let big = "x".repeat(64 * 1024);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while num(&mut p, "replication", "connected_slaves") > 0 {
+        assert!(Instant::now() < deadline, "the replica that never reads was not disconnected");
+        for i in 0..32 {
+            let _: () = redis::cmd("SET").arg(format!("big{i}")).arg(&big).query(&mut p).expect("SET");
+        }
+    }
+    let pong: String = redis::cmd("PING").query(&mut p).expect("the primary serves on");
+    assert_eq!(pong, "PONG");
+    // A real replica still syncs after all that.
+    let r = Server::start(&[]);
+    replicaof(&mut r.client(), &primary);
+    converge(&primary, &[&r]);
+}
