@@ -444,3 +444,45 @@ fn bad_input_on_the_replication_port_and_a_replica_that_never_reads() {
     replicaof(&mut r.client(), &primary);
     converge(&primary, &[&r]);
 }
+
+#[test]
+fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
+    let primary = Server::start(&["--requirepass", "s3cret"]);
+    let url = format!("redis://:s3cret@127.0.0.1:{}/", primary.port);
+    let mut p = redis::Client::open(url).and_then(|c| c.get_connection()).expect("connect with the password");
+    let _: () = redis::cmd("SET").arg("before").arg("sync").query(&mut p).expect("SET");
+    let r = Server::start(&["--masterauth", "s3cret", "--appendonly", "no", "--replica-serve-stale-data", "no"]);
+    let mut rc = r.client();
+    // No link yet: with replica-serve-stale-data no, data commands are refused.
+    let nobody = common::free_port();
+    let _: String = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(nobody).query(&mut rc).expect("REPLICAOF");
+    let err = redis::cmd("GET").arg("before").query::<Option<String>>(&mut rc).unwrap_err().to_string();
+    assert!(err.contains("Link with MASTER is down and replica-serve-stale-data is set to 'no'."), "{err}");
+    let text = info(&mut rc, "replication");
+    assert_eq!(field(&text, "master_link_status").as_deref(), Some("down"));
+    let role: redis::Value = redis::cmd("ROLE").query(&mut rc).expect("ROLE");
+    assert!(format!("{role:?}").contains("connect"), "{role:?}");
+    // The primary asks for a password: the handshake gives masterauth.
+    replicaof(&mut rc, &primary);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(v)) = redis::cmd("GET").arg("before").query::<Option<String>>(&mut rc) {
+            assert_eq!(v, "sync");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica never synced with masterauth");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("").query(&mut p).expect("CONFIG SET");
+    run_load(primary.port, 2, Duration::from_millis(400));
+    // The replica without a log of its own follows in memory.
+    converge(&primary, &[&r]);
+    assert!(!r.dir.path().join("appendonlydir").exists());
+    // The old SYNC: the snapshot alone, as a bulk, no +FULLRESYNC line.
+    let mut raw = primary.raw();
+    raw.cmd(&[b"SYNC"]);
+    let header = raw.read_line_text();
+    let len: usize = header.strip_prefix('$').and_then(|l| l.parse().ok()).expect("a bulk length");
+    let payload = raw.read_exact_n(len);
+    assert!(payload.starts_with(b"VMLNSNAP"), "the base snapshot format");
+}

@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = snapshot::decode(data, &mut Keyspace::new(16), &snapshot::BuildLimits::default());
     if data.first().is_some_and(|b| b & 1 == 1) {
         let ks = build(&data[1..]);
-        let bytes = snapshot::encode(&ks, &[Bytes::from_static(b"return 1")], 7);
+        let bytes = snapshot::encode(&ks, &[Bytes::from_static(b"return 1")], 7, 0);
         let mut back = Keyspace::new(16);
         let loaded = snapshot::decode(&bytes, &mut back, &snapshot::BuildLimits::default()).expect("our own encoding decodes");
         assert_eq!(loaded.log_offset, 7);

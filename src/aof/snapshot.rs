@@ -133,8 +133,8 @@ pub fn encode_end(out: &mut Vec<u8>) {
 }
 
 /// A whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`, in one go.
-pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64) -> Vec<u8> {
-    let mut out = encode_start(scripts, log_offset, 0);
+pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64, stream_db: u32) -> Vec<u8> {
+    let mut out = encode_start(scripts, log_offset, stream_db);
     for (i, db) in ks.dbs.iter().enumerate() {
         for (key, entry) in db.iter() {
             encode_entry(&mut out, i, key, entry);
@@ -339,19 +339,32 @@ mod tests {
         let mut z = ZSetValue::new();
         z.insert(b"m", 1.5, 128, 64);
         db.insert(Bytes::from_static(b"z"), Value::ZSet(Box::new(z)), None, 0);
-        let bytes = encode(&ks, &[Bytes::from_static(b"return 1")], 42);
+        let bytes = encode(&ks, &[Bytes::from_static(b"return 1")], 42, 5);
         let mut back = Keyspace::new(16);
         let loaded = decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
-        assert_eq!((loaded.log_offset, loaded.keys, loaded.scripts.len()), (42, 3, 1));
+        assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys, loaded.scripts.len()), (42, 5, 3, 1));
         assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at)), Some((Value::string("hello"), Some(123))));
         assert_eq!(back.db(3).peek(b"l").map(|e| e.value.clone()), ks.db(3).peek(b"l").map(|e| e.value.clone()));
+    }
+
+    #[test]
+    fn version_1_reads_as_database_0() {
+        let ks = Keyspace::new(16);
+        let mut bytes = encode(&ks, &[], 9, 0);
+        // Version 1's header: the same bytes with version 1 (its word at 12 was always 0).
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let end = bytes.len() - 8;
+        let crc = crate::aof::format::crc(&bytes[..end]);
+        bytes[end..].copy_from_slice(&crc.to_le_bytes());
+        let loaded = decode(&bytes, &mut Keyspace::new(16), &BuildLimits::default()).expect("a version 1 snapshot loads");
+        assert_eq!((loaded.log_offset, loaded.stream_db), (9, 0));
     }
 
     #[test]
     fn every_flipped_byte_is_refused() {
         let mut ks = Keyspace::new(16);
         ks.db_mut(0).insert(Bytes::from_static(b"k"), Value::string("v"), None, 0);
-        let bytes = encode(&ks, &[], 0);
+        let bytes = encode(&ks, &[], 0, 0);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;

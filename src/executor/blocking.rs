@@ -35,6 +35,7 @@ impl Executor {
         }
         if client.wait_target.is_some() {
             self.waiting_acks.push(client.id);
+            self.want_acks = true;
         }
         // What the batch answered before this command goes out now, as Redis would.
         self.send_early(client);

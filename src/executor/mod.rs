@@ -85,6 +85,10 @@ pub enum Request {
     ReplLinkDown {
         link: u64,
     },
+    /// The primary wants an acknowledgement of what it sent so far.
+    ReplAckWanted {
+        link: u64,
+    },
 }
 
 /// The handle the network side keeps.
@@ -140,6 +144,13 @@ pub struct Executor {
     waiting_acks: Vec<ClientId>,
     /// When the replication cron last ran (ms).
     repl_cron_ms: i64,
+    /// A replica: the primary asked for an acknowledgement (sent after the next flush).
+    ack_wanted: bool,
+    /// A primary: a client parked in WAIT; replicas are asked to acknowledge after the next
+    /// flush.
+    want_acks: bool,
+    /// Stream bytes wait in replicas' outputs until then (see `feed_replicas`).
+    repl_flush_due: Option<Instant>,
     /// Clients whose replies wait for a failed log write to succeed.
     held: Vec<ClientId>,
     /// A log operation asked for during the running top-level command, and whether its
@@ -193,6 +204,9 @@ impl Executor {
             master_db: 0,
             waiting_acks: Vec::new(),
             repl_cron_ms: 0,
+            ack_wanted: false,
+            want_acks: false,
+            repl_flush_due: None,
             held: Vec::new(),
             loading_progress: (0, Instant::now()),
             deferred_persist: None,
@@ -239,6 +253,9 @@ impl Executor {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
             }
+            if let Some(due) = self.repl_flush_due {
+                wait = wait.min(due.saturating_duration_since(Instant::now()));
+            }
             if self.rewriting() {
                 // A rewrite in progress: serialize a slice, and come back at once if idle.
                 self.rewrite_tick(Duration::from_micros(REWRITE_SLICE_US));
@@ -259,6 +276,9 @@ impl Executor {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if self.repl_flush_due.is_some_and(|due| Instant::now() >= due) {
+                self.flush_replica_output();
             }
             if !self.timeouts.is_empty() {
                 self.expire_blocked();
@@ -346,6 +366,9 @@ impl Executor {
             Request::ReplContinue { link, replid } => self.continue_stream(link, replid),
             Request::ReplStream { link, data } => self.apply_stream(link, data),
             Request::ReplLinkDown { link } => self.link_down(link),
+            Request::ReplAckWanted { link } => {
+                self.ack_wanted = self.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
+            }
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
                 self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });

@@ -361,7 +361,7 @@ impl Executor {
             log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
             aof
         } else {
-            let snap = snapshot::encode(&self.ks, &[], 0);
+            let snap = snapshot::encode(&self.ks, &[], 0, 0);
             let incr =
                 dir.new_generation(&snap).map_err(|e| format!("Can't create the append-only directory {}: {e}", dir.path.display()))?;
             log::notice(&format!("Creating AOF base file {} on server start", dir.manifest.base.as_ref().map_or("", |b| b.name.as_str())));
@@ -369,10 +369,20 @@ impl Executor {
         };
         aof.stats.base_size = aof.dir.total_size();
         aof.stats.incr_at_base = aof.log.size;
+        self.adopt_log(aof);
+        Ok(())
+    }
+
+    /// Makes `aof` the open log, in the mode replication calls for: a replica's log copies
+    /// its primary's stream (no records of its own, no deletions of its own); with replicas
+    /// attached the segments written are kept for them.
+    pub(super) fn adopt_log(&mut self, mut aof: Aof) {
+        aof.verbatim = self.server.repl.master.is_some();
+        aof.tee = self.server.repl.backlog.is_some();
+        self.ks.deletions.clear();
+        self.ks.log_deletions = !aof.verbatim;
         self.server.aof_info = Some(aof.info());
         self.aof = Some(aof);
-        self.ks.log_deletions = true;
-        Ok(())
     }
 
     /// Loads the base and the incremental logs the manifest names; returns the last
@@ -558,9 +568,10 @@ impl Executor {
             return Some(format!("Unknown command '{}'", String::from_utf8_lossy(&argv[0])));
         }
         // An EVALSHA of the epoch runs the body the log holds: the script cache may have been
-        // flushed since (a replica's local SCRIPT FLUSH must not break the stream).
+        // flushed since (a replica's local SCRIPT FLUSH must not break the stream). Cached
+        // (the usual case), it runs as is.
         let evalsha = name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro");
-        if evalsha && argv.len() > 1 {
+        if evalsha && argv.len() > 1 && !self.server.scripts.as_ref().is_some_and(|e| e.exists(&argv[1])) {
             let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
             if let Some(body) = self.stream_scripts.get(&sha) {
                 argv[0] = Bytes::from_static(if name.len() == 7 { b"EVAL" } else { b"EVAL_RO" });
@@ -681,18 +692,25 @@ impl Executor {
                 let mut dir = self.aof_dir();
                 let _ = dir.read_manifest();
                 let bodies: Vec<Bytes> = self.script_table().into_iter().map(|(_, body)| body).collect();
-                let snap = snapshot::encode(&self.ks, &bodies, 0);
+                // The log continues the replication stream's offsets (0 for a server that
+                // never replicated).
+                let offset = self.server.repl.offset;
+                let stream_db = if self.server.repl.master.is_some() { self.master_db as u32 } else { 0 };
+                let snap = snapshot::encode(&self.ks, &bodies, offset, stream_db);
                 let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
-                let mut aof = Aof::open(dir, &incr, policy, 0, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
+                let mut aof = Aof::open(dir, &incr, policy, offset, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
                 aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
-                self.server.aof_info = Some(aof.info());
-                self.aof = Some(aof);
-                self.ks.deletions.clear();
-                self.ks.log_deletions = true;
+                if self.server.repl.master.is_some() {
+                    let _ = aof.dir.set_replid(Some(self.server.repl.replid.clone()));
+                }
+                self.adopt_log(aof);
             }
             (false, true) => {
                 self.close_aof();
                 self.aof = None;
+                // The log is the replication stream: without it replicas cannot follow.
+                self.disconnect_replicas();
+                self.server.repl.backlog = None;
                 // Replies held for a failing log go now: there is no log to wait for.
                 self.touched.append(&mut self.held);
                 self.server.aof_info = None;

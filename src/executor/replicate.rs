@@ -23,6 +23,11 @@ use crate::state::{Client, ClientId, ClientOutput};
 
 pub(super) const READONLY: &str = "READONLY You can't write against a read only replica.";
 
+/// How long stream bytes may wait in a replica's output before they are written, and how
+/// many make them go at once.
+const REPL_FLUSH_DELAY: std::time::Duration = std::time::Duration::from_micros(1000);
+const REPL_FLUSH_BYTES: usize = 64 * 1024;
+
 impl Executor {
     /// Runs what a replication command asked for; returns its reply.
     pub(super) fn replication_request(&mut self, client: &mut Client, req: ReplRequest) -> Reply {
@@ -212,6 +217,7 @@ impl Executor {
             }
         }
         let now = self.now_ms;
+        let mut full = false;
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
@@ -222,7 +228,37 @@ impl Executor {
             for s in &segments {
                 c.out.extend_from_slice(s);
             }
-            self.touched.push(id);
+            full |= c.out.len() >= REPL_FLUSH_BYTES;
+        }
+        // Segments are as small as one command when clients come one at a time: written to
+        // replicas within REPL_FLUSH_DELAY, many at once, they cost the primary one write and
+        // the replica one wake-up for the lot.
+        if full {
+            self.flush_replica_output();
+        } else if self.repl_flush_due.is_none() {
+            self.repl_flush_due = Some(std::time::Instant::now() + REPL_FLUSH_DELAY);
+        }
+    }
+
+    /// Writes what waits in replicas' outputs (the stream, keepalives, acknowledgement
+    /// requests); a replica past its output limit is disconnected.
+    pub(super) fn flush_replica_output(&mut self) {
+        self.repl_flush_due = None;
+        let limit = self.server.output_hard_limits.2;
+        for &id in &self.server.repl.replicas {
+            let Some(c) = self.server.clients.get_mut(&id) else { continue };
+            if c.out.is_empty() {
+                continue;
+            }
+            let out = std::mem::take(&mut c.out);
+            self.server.stats.net_output_bytes += out.len() as u64;
+            if Self::send_output(c, out, limit) {
+                log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
+                self.server.kill_list.push(id);
+            }
+        }
+        if !self.server.kill_list.is_empty() {
+            self.release_replies();
         }
     }
 
@@ -441,7 +477,7 @@ impl Executor {
         }
     }
 
-    fn disconnect_replicas(&mut self) {
+    pub(super) fn disconnect_replicas(&mut self) {
         for id in std::mem::take(&mut self.server.repl.replicas) {
             self.server.kill_list.push(id);
         }
@@ -489,6 +525,7 @@ impl Executor {
             m.synced = true;
         }
         log::notice(&format!("MASTER <-> REPLICA sync: Finished with success ({} ms)", started.elapsed().as_millis()));
+        self.ack_wanted = true;
         self.ack_master();
     }
 
@@ -512,10 +549,7 @@ impl Executor {
                 let (incr, origin) = self.load_dir(&mut dir)?;
                 let mut aof = Aof::open(dir, &incr, policy, origin, self.log_waker()).map_err(|e| format!("Can't open the log: {e}"))?;
                 aof.epoch_scripts = self.stream_scripts.keys().cloned().collect();
-                aof.verbatim = true;
-                aof.tee = self.server.repl.backlog.is_some();
-                self.server.aof_info = Some(aof.info());
-                self.aof = Some(aof);
+                self.adopt_log(aof);
             }
             None => {
                 let data = std::fs::read(path).map_err(|e| e.to_string())?;
@@ -559,6 +593,7 @@ impl Executor {
         if let Some(m) = self.server.repl.master.as_mut() {
             m.synced = true;
         }
+        self.ack_wanted = true;
         self.ack_master();
     }
 
@@ -604,8 +639,9 @@ impl Executor {
         }
     }
 
-    /// After the log's flush: tells the link how far the stream is applied and written, and
-    /// wakes it to acknowledge that.
+    /// After the log's flush: records how far the stream is applied and written (what the
+    /// link acknowledges, and where it resumes), and wakes the link when the primary asked
+    /// for an acknowledgement.
     pub(super) fn ack_master(&mut self) {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
@@ -616,8 +652,28 @@ impl Executor {
             if let Ok(mut r) = m.shared.resume_from.lock() {
                 *r = Some((repl.replid.clone(), repl.offset));
             }
+        }
+        if std::mem::take(&mut self.ack_wanted) {
+            m.shared.ack_wanted.store(true, Ordering::Release);
             m.shared.wake.notify_one();
         }
+    }
+
+    /// A primary with a client in WAIT: each online replica gets a newline after the
+    /// segments fed so far, which asks it to acknowledge them at once (a newline is not part
+    /// of the stream: replicas skip it, offsets do not count it).
+    pub(super) fn ask_for_acks(&mut self) {
+        if !std::mem::take(&mut self.want_acks) {
+            return;
+        }
+        for &id in &self.server.repl.replicas {
+            let Some(c) = self.server.clients.get_mut(&id) else { continue };
+            if c.replica.as_ref().is_some_and(|p| p.state == PeerState::Online) {
+                c.out.push(b'\n');
+            }
+        }
+        // A client waits for these acknowledgements: no delay.
+        self.flush_replica_output();
     }
 
     /// Once a second: keepalives to idle replicas, replicas that stopped acknowledging, a
@@ -651,7 +707,8 @@ impl Executor {
                 continue;
             }
             if now - peer.last_sent_ms >= period {
-                // A bare newline: the replica skips it between segments; offsets do not count it.
+                // A bare newline: the replica skips it between segments (and acknowledges);
+                // offsets do not count it.
                 c.out.push(b'\n');
                 peer.last_sent_ms = now;
                 self.touched.push(id);

@@ -91,6 +91,7 @@ impl Executor {
         }
         // The segments just written are the replication stream.
         self.feed_replicas();
+        self.ask_for_acks();
         self.ack_master();
         self.ks.expired.clear();
         self.expired_seen = 0;

@@ -190,7 +190,8 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
     Ok(())
 }
 
-/// The stream: whole segments go to the executor; acknowledgements go back.
+/// The stream: whole segments go to the executor; acknowledgements go back every second,
+/// and as soon as what preceded an acknowledgement request (a bare newline) is applied.
 async fn stream(
     sock: &mut TcpStream,
     buf: &mut BytesMut,
@@ -199,7 +200,6 @@ async fn stream(
     tx: &Sender<Request>,
 ) -> Result<(), String> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut acked = u64::MAX;
     loop {
         deliver(buf, cfg.id, tx)?;
         buf.reserve(64 * 1024);
@@ -212,10 +212,12 @@ async fn stream(
                 }
             }
             _ = shared.wake.notified() => {
-                acked = ack(sock, shared, acked, false).await?;
+                if shared.ack_wanted.swap(false, Ordering::AcqRel) || shared.stop.load(Ordering::Acquire) {
+                    ack(sock, shared).await?;
+                }
             }
             _ = tick.tick() => {
-                acked = ack(sock, shared, acked, true).await?;
+                ack(sock, shared).await?;
                 let idle = crate::clock::now_ms() - shared.last_io_ms.load(Ordering::Acquire);
                 if idle > cfg.timeout.as_millis() as i64 {
                     return Err("MASTER timeout: no data nor PING received...".into());
@@ -231,27 +233,27 @@ async fn stream(
     }
 }
 
-/// Sends REPLCONF ACK when the applied offset moved (or every second when `always`).
-async fn ack(sock: &mut TcpStream, shared: &LinkShared, last: u64, always: bool) -> Result<u64, String> {
+/// Sends REPLCONF ACK with the offset applied and written.
+async fn ack(sock: &mut TcpStream, shared: &LinkShared) -> Result<(), String> {
     let offset = shared.applied.load(Ordering::Acquire);
-    if offset == last && !always {
-        return Ok(last);
-    }
     let mut out = Vec::new();
     format::encode_command(&mut out, &["REPLCONF", "ACK", &offset.to_string()]);
-    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
-    Ok(offset)
+    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))
 }
 
 /// Hands every whole, checksum-verified segment at the front of `buf` to the executor,
-/// skipping keepalive newlines between segments.
+/// skipping the newlines between segments. A newline is an acknowledgement request: it
+/// goes to the executor too, and reaches the executor behind the segments before it, through the
+/// same channel, so the acknowledgement covers them.
 fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>) -> Result<(), String> {
+    let mut asked = false;
     loop {
         while buf.first() == Some(&b'\n') {
             buf.advance(1);
+            asked = true;
         }
         if buf.is_empty() {
-            return Ok(());
+            break;
         }
         let verdict = format::check(buf);
         let whole = verdict.tail_start;
@@ -263,9 +265,13 @@ fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>) -> Result<(), St
             Some(format::Problem::Corrupt { offset, reason }) if offset > whole || buf.first() != Some(&b'\n') => {
                 return Err(format!("Bad replication stream from MASTER at stream byte {offset}: {reason}"));
             }
-            // A keepalive after the segments handed out: skip it and go on.
+            // A newline after the segments handed out: go on past it.
             Some(format::Problem::Corrupt { .. }) => continue,
-            _ => return Ok(()),
+            _ => break,
         }
     }
+    if asked {
+        tx.send(Request::ReplAckWanted { link }).map_err(|_| "the executor is gone".to_string())?;
+    }
+    Ok(())
 }

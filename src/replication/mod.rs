@@ -92,7 +92,10 @@ pub struct LinkShared {
     pub stop: AtomicBool,
     /// Drop the connection and reconnect (CLIENT KILL TYPE master).
     pub reconnect: AtomicBool,
-    /// Wakes the task: a new offset to acknowledge, or a stop.
+    /// The primary asked for an acknowledgement (a newline between segments: a client waits
+    /// in WAIT); the executor wakes the task once it applied what came before it.
+    pub ack_wanted: AtomicBool,
+    /// Wakes the task: an acknowledgement to send, or a stop.
     pub wake: tokio::sync::Notify,
 }
 
