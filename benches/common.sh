@@ -8,3 +8,18 @@ ready() { for _ in $(seq 2000); do redis-cli -p "$1" ping 2>/dev/null | grep -q 
 
 # The largest of its numeric arguments (empty ones ignored).
 best() { python3 -c "import sys; print(max([float(x) for x in sys.argv[1:] if x] or [0]))" "$@"; }
+
+# One comparison row: runs `"$@" PORT` ROUNDS times against redis ($RPORT) and vermilion
+# ($VPORT), alternating, and prints the best of each and their ratio (label width
+# $ROW_WIDTH, default 22).
+row() {
+  local name=$1; shift
+  local rs=() vs=()
+  for _ in $(seq "$ROUNDS"); do
+    rs+=("$("$@" "$RPORT")")
+    vs+=("$("$@" "$VPORT")")
+  done
+  local r v
+  r=$(best "${rs[@]}"); v=$(best "${vs[@]}")
+  python3 -c "r=$r; v=$v; print('%-${ROW_WIDTH:-22}s %12.0f %12.0f %7.2f' % ('$name', r, v, v/r if r else 0))"
+}

@@ -25,17 +25,6 @@ rps() {
   local p=$1 n=$2; shift 2
   { redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
 }
-row() {
-  local name=$1; shift
-  local rs=() vs=()
-  for _ in $(seq "$ROUNDS"); do
-    rs+=("$("$@" "$RPORT")")
-    vs+=("$("$@" "$VPORT")")
-  done
-  local r v
-  r=$(best "${rs[@]}"); v=$(best "${vs[@]}")
-  python3 -c "r=$r; v=$v; print('%-22s %12.0f %12.0f %7.2f' % ('$name', r, v, v/r if r else 0))"
-}
 t_set() { rps "$1" "$N" -t set; }
 t_incr() { rps "$1" "$N" -t incr; }
 t_evalsha() { local sha; sha=$(redis-cli -p "$1" script load "return redis.call('incr', KEYS[1])"); rps "$1" "$N" EVALSHA "$sha" 1 counter; }

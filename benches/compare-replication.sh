@@ -55,17 +55,7 @@ for v in "$V1" "$V2"; do redis-cli -p "$v" replicaof 127.0.0.1 "$VP" >/dev/null;
 for r in "$R1" "$R2" "$V1" "$V2"; do up "$r" "$(date +%s.%N)" >/dev/null; done
 
 printf '%-34s %12s %12s %7s\n' test redis vermilion ratio
-row() {
-  local name=$1; shift
-  local rs=() vs=()
-  for _ in $(seq "$ROUNDS"); do
-    rs+=("$("$@" "$RP")")
-    vs+=("$("$@" "$VP")")
-  done
-  local r v
-  r=$(best "${rs[@]}"); v=$(best "${vs[@]}")
-  python3 -c "r=$r; v=$v; print('%-34s %12.0f %12.0f %7.2f' % ('$name', r, v, v/r if r else 0))"
-}
+RPORT=$RP VPORT=$VP ROW_WIDTH=34
 row "set, 2 replicas (rps)" t_set
 row "evalsha_incr, 2 replicas (rps)" t_evalsha
 

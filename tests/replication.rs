@@ -486,3 +486,108 @@ fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
     let payload = raw.read_exact_n(len);
     assert!(payload.starts_with(b"VMLNSNAP"), "the base snapshot format");
 }
+
+/// A stand-in primary: accepts one replica connection, answers PING and REPLCONF, and returns
+/// the socket and the PSYNC arguments; the test then sends whatever bytes it wants.
+fn fake_primary_session(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let (mut sock, _) = listener.accept().expect("the replica connects");
+    sock.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let mut reader = BufReader::new(sock.try_clone().expect("clone"));
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a command from the replica");
+        let argc: usize = line.trim().trim_start_matches('*').parse().expect("a multibulk");
+        let mut args = Vec::new();
+        for _ in 0..argc {
+            let mut len = String::new();
+            reader.read_line(&mut len).expect("bulk length");
+            let mut arg = String::new();
+            reader.read_line(&mut arg).expect("bulk");
+            args.push(arg.trim_end().to_string());
+        }
+        match args[0].to_ascii_uppercase().as_str() {
+            "PING" => sock.write_all(b"+PONG\r\n").expect("write"),
+            "REPLCONF" => sock.write_all(b"+OK\r\n").expect("write"),
+            "PSYNC" => return (sock, args[1..].to_vec()),
+            other => panic!("unexpected {other} from the replica"),
+        }
+    }
+}
+
+fn segment(cmds: &[&[&str]], good: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in cmds {
+        vermilion::aof::format::encode_command(&mut out, c);
+    }
+    if good {
+        vermilion::aof::format::encode_checkpoint(&mut out, 0);
+    } else {
+        out.extend_from_slice(b"#C:0000000000000000\r\n");
+    }
+    out
+}
+
+#[test]
+fn a_corrupt_segment_or_snapshot_from_the_primary_changes_nothing_and_the_link_recovers() {
+    use std::io::Write;
+    // A real base snapshot, taken from a server's log.
+    let donor = Server::start(&[]);
+    let mut d = donor.client();
+    let _: () = redis::cmd("SET").arg("from").arg("snapshot").query(&mut d).expect("SET");
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut d).expect("BGREWRITEAOF");
+    std::thread::sleep(Duration::from_millis(500));
+    let dir = donor.dir.path().join("appendonlydir");
+    let base_name = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".base.vsnap"))
+        .expect("a base");
+    let base = std::fs::read(dir.join(base_name)).expect("base");
+    let x = u64::from_le_bytes(base[16..24].try_into().expect("header"));
+    let id = "a".repeat(40);
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let fake_port = listener.local_addr().expect("addr").port();
+    let r = Server::start(&[]);
+    let mut rc = r.client();
+    let _: String = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(fake_port).query(&mut rc).expect("REPLICAOF");
+
+    // Session 1: a full sync, a good segment, then one whose checksum is wrong.
+    let (mut sock, psync) = fake_primary_session(&listener);
+    assert_eq!(psync, ["?", "-1"], "a fresh replica asks for a full sync");
+    sock.write_all(format!("+FULLRESYNC {id} {x}\r\n${}\r\n", base.len()).as_bytes()).expect("write");
+    sock.write_all(&base).expect("write");
+    let good = segment(&[&["SELECT", "0"], &["SET", "a", "1"]], true);
+    sock.write_all(&good).expect("write");
+    sock.write_all(&segment(&[&["SET", "b", "2"]], false)).expect("write");
+    // The replica drops the link and asks to continue after the good segment.
+    let (mut sock, psync) = fake_primary_session(&listener);
+    assert_eq!(psync, [id.clone(), (x + good.len() as u64 + 1).to_string()]);
+    let v: Option<String> = redis::cmd("GET").arg("from").query(&mut rc).expect("GET");
+    assert_eq!(v.as_deref(), Some("snapshot"));
+    let v: Option<String> = redis::cmd("GET").arg("a").query(&mut rc).expect("GET");
+    assert_eq!(v.as_deref(), Some("1"));
+    let v: Option<String> = redis::cmd("GET").arg("b").query(&mut rc).expect("GET");
+    assert_eq!(v, None, "nothing of the corrupt segment was applied");
+
+    // Session 2: continue; then the link is cut and the next full sync sends garbage.
+    sock.write_all(format!("+CONTINUE {id}\r\n").as_bytes()).expect("write");
+    sock.write_all(&segment(&[&["SET", "c", "3"]], true)).expect("write");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redis::cmd("GET").arg("c").query::<Option<String>>(&mut rc).expect("GET").is_none() {
+        assert!(Instant::now() < deadline, "the continued stream was not applied");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(sock);
+    let (mut sock, _) = fake_primary_session(&listener);
+    sock.write_all(format!("+FULLRESYNC {} 5\r\n$10\r\n0123456789", "b".repeat(40)).as_bytes()).expect("write");
+    // The bad snapshot is refused: the data stays, and the replica asks for a full sync again.
+    let (_sock, psync) = fake_primary_session(&listener);
+    assert_eq!(psync, ["?", "-1"]);
+    let v: Option<String> = redis::cmd("GET").arg("c").query(&mut rc).expect("GET");
+    assert_eq!(v.as_deref(), Some("3"), "the data is as it was");
+    let pong: String = redis::cmd("PING").query(&mut rc).expect("PING");
+    assert_eq!(pong, "PONG");
+}

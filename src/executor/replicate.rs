@@ -525,11 +525,16 @@ impl Executor {
             m.synced = true;
         }
         log::notice(&format!("MASTER <-> REPLICA sync: Finished with success ({} ms)", started.elapsed().as_millis()));
+        self.set_resume_point();
         self.ack_wanted = true;
         self.ack_master();
     }
 
     fn load_snapshot(&mut self, replid: &str, path: &std::path::Path) -> Result<(), String> {
+        // Whole and intact (frame and CRC-64) before anything is replaced: a bad transfer
+        // leaves the data and the log as they were.
+        let data = std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+        crate::aof::snapshot::check_frame(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
         if let Some(aof) = self.aof.as_mut() {
             aof.abandon_rewrite();
             let _ = aof.flush();
@@ -545,14 +550,23 @@ impl Executor {
             Some(old) => {
                 let (mut dir, policy) = (old.dir.clone(), old.policy);
                 drop(old);
-                dir.install_generation(path, Some(replid.to_string())).map_err(|e| format!("Can't install the snapshot: {e}"))?;
-                let (incr, origin) = self.load_dir(&mut dir)?;
-                let mut aof = Aof::open(dir, &incr, policy, origin, self.log_waker()).map_err(|e| format!("Can't open the log: {e}"))?;
+                drop(data);
+                // From here the directory is the new generation: a failure leaves a server
+                // without its log, so it stops (a restart loads the checked snapshot).
+                let fatal = |e: String| -> ! {
+                    log::warning(&format!("Failed to install the MASTER synchronization snapshot as the log's base: {e}. Exiting."));
+                    std::process::exit(1)
+                };
+                if let Err(e) = dir.install_generation(path, Some(replid.to_string())) {
+                    fatal(format!("Can't install the snapshot: {e}"));
+                }
+                let (incr, origin) = self.load_dir(&mut dir).unwrap_or_else(|e| fatal(e));
+                let mut aof =
+                    Aof::open(dir, &incr, policy, origin, self.log_waker()).unwrap_or_else(|e| fatal(format!("Can't open the log: {e}")));
                 aof.epoch_scripts = self.stream_scripts.keys().cloned().collect();
                 self.adopt_log(aof);
             }
             None => {
-                let data = std::fs::read(path).map_err(|e| e.to_string())?;
                 let _ = std::fs::remove_file(path);
                 let limits = self.build_limits();
                 let loaded = crate::aof::snapshot::decode(&data, &mut self.ks, &limits)
@@ -593,6 +607,7 @@ impl Executor {
         if let Some(m) = self.server.repl.master.as_mut() {
             m.synced = true;
         }
+        self.set_resume_point();
         self.ack_wanted = true;
         self.ack_master();
     }
@@ -645,17 +660,24 @@ impl Executor {
     pub(super) fn ack_master(&mut self) {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
-        if !m.synced {
-            return;
+        // Even with the link just gone down: the next connection resumes from here.
+        if m.shared.applied.swap(repl.offset, Ordering::AcqRel) != repl.offset {
+            self.set_resume_point();
         }
-        if m.shared.applied.swap(repl.offset, Ordering::AcqRel) != repl.offset || m.shared.resume_from.lock().is_ok_and(|r| r.is_none()) {
+        let Some(m) = self.server.repl.master.as_ref() else { return };
+        if std::mem::take(&mut self.ack_wanted) && m.synced {
+            m.shared.ack_wanted.store(true, Ordering::Release);
+            m.shared.wake.notify_one();
+        }
+    }
+
+    /// Where the next connection to the primary resumes: this id, this offset.
+    fn set_resume_point(&self) {
+        let repl = &self.server.repl;
+        if let Some(m) = repl.master.as_ref() {
             if let Ok(mut r) = m.shared.resume_from.lock() {
                 *r = Some((repl.replid.clone(), repl.offset));
             }
-        }
-        if std::mem::take(&mut self.ack_wanted) {
-            m.shared.ack_wanted.store(true, Ordering::Release);
-            m.shared.wake.notify_one();
         }
     }
 
