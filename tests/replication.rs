@@ -475,6 +475,34 @@ fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
     }
     let _: () = redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("").query(&mut p).expect("CONFIG SET");
     run_load(primary.port, 2, Duration::from_millis(400));
+    converge(&primary, &[&r]);
+    // While a full sync's snapshot loads, the replica answers LOADING (key-load-delay slows
+    // the load down: 3,000 keys at 200 µs each).
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("SET").arg(format!("bulk{i}")).arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut p).expect("SETs");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("key-load-delay").arg(200).query(&mut rc).expect("CONFIG SET");
+    // The primary has no password now: AUTH would fail the handshake (as with Redis).
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("masterauth").arg("").query(&mut rc).expect("CONFIG SET");
+    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut rc).expect("REPLICAOF NO ONE");
+    let mut raw = r.raw();
+    let _: () = redis::cmd("FLUSHALL").query(&mut rc).expect("FLUSHALL: the next sync must be a full one");
+    replicaof(&mut rc, &primary);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut saw_loading = false;
+    loop {
+        let reply = raw.call(&[b"PING"]);
+        if reply.starts_with(b"-LOADING") {
+            saw_loading = true;
+        } else if saw_loading {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never saw the replica loading");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("key-load-delay").arg(0).query(&mut rc).expect("CONFIG SET");
     // The replica without a log of its own follows in memory.
     converge(&primary, &[&r]);
     assert!(!r.dir.path().join("appendonlydir").exists());

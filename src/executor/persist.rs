@@ -314,7 +314,7 @@ impl Executor {
         AofDir::new(&cwd, c.get("appenddirname"), c.get("appendfilename"))
     }
 
-    pub(super) fn build_limits(&self) -> snapshot::BuildLimits {
+    fn build_limits(&self) -> snapshot::BuildLimits {
         let c = &self.server.config;
         snapshot::BuildLimits {
             hash: crate::db::hash::HashLimits {
@@ -415,8 +415,8 @@ impl Executor {
             let path = dir.file(&base.name);
             let data = map_file(&path)?;
             if base.name.ends_with(".vsnap") {
-                let limits = self.build_limits();
-                let loaded = snapshot::decode(&data, &mut self.ks, &limits)
+                let loaded = self
+                    .decode_snapshot(&data)
                     .map_err(|e| format!("Bad snapshot file {} at offset {}: {}", path.display(), e.offset, e.reason))?;
                 for body in &loaded.scripts {
                     if let Some(engine) = self.server.scripts.as_mut() {
@@ -541,6 +541,21 @@ impl Executor {
             let total = limits.loading_total_bytes.load(Ordering::Relaxed).max(1);
             log::notice(&format!("Loading the append only file: {:.1}% ({loaded} of {total} bytes)", loaded as f64 * 100.0 / total as f64));
         }
+    }
+
+    /// Decodes a base snapshot into the keyspace (`key-load-delay`, Redis's test knob,
+    /// applies per key, so a test can watch a load).
+    pub(super) fn decode_snapshot(&mut self, data: &[u8]) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
+        let limits = self.build_limits();
+        let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
+        let databases = self.ks.dbs.len();
+        let ks = &mut self.ks;
+        snapshot::decode_with(data, &limits, databases, |db, key, value, expire_at| {
+            if delay > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(delay));
+            }
+            ks.db_mut(db).insert(key, value, expire_at, 0);
+        })
     }
 
     /// The client records are replayed through: authenticated, never blocking.

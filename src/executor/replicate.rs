@@ -568,9 +568,7 @@ impl Executor {
             }
             None => {
                 let _ = std::fs::remove_file(path);
-                let limits = self.build_limits();
-                let loaded = crate::aof::snapshot::decode(&data, &mut self.ks, &limits)
-                    .map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
+                let loaded = self.decode_snapshot(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
                 for body in loaded.scripts {
                     if let Some(engine) = self.server.scripts.as_mut() {
                         if let Ok(s) = engine.load(&body) {
