@@ -203,14 +203,15 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     }
     // While a script is busy the executor cannot answer; the task does, if this connection
     // has nothing in flight (its replies would otherwise overtake earlier ones).
-    if protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
+    let replica = flags.replica.load(Ordering::Acquire);
+    if !replica && protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
         if let Some(bytes) = crate::executor::busy_answers(&exec.script_watch, &cmds, flags.authenticated.load(Ordering::Relaxed)) {
             return Dispatch::Answered(bytes);
         }
     }
     // While the log loads, the executor is busy replaying it: the task answers, as Redis
     // answers every command during loading.
-    if protocol_error.is_none() && exec.limits.loading.load(Ordering::Acquire) && flags.inflight.load(Ordering::Acquire) == 0 {
+    if !replica && protocol_error.is_none() && exec.limits.loading.load(Ordering::Acquire) && flags.inflight.load(Ordering::Acquire) == 0 {
         let mut bytes = Vec::new();
         for cmd in &cmds {
             if cmd.first().is_some_and(|c| c.eq_ignore_ascii_case(b"info")) {

@@ -100,6 +100,9 @@ pub struct ConnFlags {
     pub task_pending: AtomicU64,
     /// Wakes a task waiting for `inflight` to drop below the limit.
     pub resume: tokio::sync::Notify,
+    /// The connection is a replica's (after PSYNC): the task never answers it by itself,
+    /// since its output is the replication stream.
+    pub replica: AtomicBool,
 }
 
 /// One connected client, as the executor sees it.
@@ -503,6 +506,9 @@ impl ServerState {
             words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
         };
         self.output_hard_limits = (hard("normal"), hard("pubsub"), hard("slave").max(hard("replica")));
+        if let Some(b) = self.repl.backlog.as_mut() {
+            b.capacity = self.config.get_int("repl-backlog-size").max(16 * 1024) as u64;
+        }
         self.replica_read_only = self.config.get("replica-read-only") == "yes";
         self.replica_serve_stale = self.config.get("replica-serve-stale-data") == "yes";
         self.min_replicas =

@@ -619,3 +619,61 @@ fn a_corrupt_segment_or_snapshot_from_the_primary_changes_nothing_and_the_link_r
     let pong: String = redis::cmd("PING").query(&mut rc).expect("PING");
     assert_eq!(pong, "PONG");
 }
+
+#[test]
+fn reloads_log_switches_restarts_and_cached_scripts_never_leave_a_replica_behind() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    let mut r = Server::start(&["--maxmemory", "1mb", "--maxmemory-policy", "allkeys-random"]);
+    replicaof(&mut r.client(), &primary);
+    // More data than the replica's maxmemory: a replica ignores it (replica-ignore-maxmemory).
+    let big = "v".repeat(1000);
+    for i in 0..2000 {
+        let _: () = redis::cmd("SET").arg(format!("big{i}")).arg(&big).query(&mut p).expect("SET");
+    }
+    converge(&primary, &[&r]);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut r.client()).expect("DBSIZE");
+    assert_eq!(n, 2000, "the replica evicted nothing");
+
+    // A script cached by an EVAL that wrote nothing (so never logged), then a rewrite: its
+    // EVALSHA must still reach the replica with its body.
+    let body = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCR', KEYS[1]) end return 0";
+    let _: i64 = redis::cmd("EVAL").arg(body).arg(1).arg("cached").query(&mut p).expect("EVAL");
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut p).expect("BGREWRITEAOF");
+    std::thread::sleep(Duration::from_millis(500));
+    let _: () = redis::cmd("SET").arg("cached").arg(1).query(&mut p).expect("SET");
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut p).expect("SCRIPT LOAD");
+    let v: i64 = redis::cmd("EVALSHA").arg(&sha).arg(1).arg("cached").query(&mut p).expect("EVALSHA");
+    assert_eq!(v, 2);
+    converge(&primary, &[&r]);
+
+    // DEBUG RELOAD and DEBUG LOADAOF on the primary: the stream goes on.
+    let _: () = redis::cmd("INCR").arg("n").query(&mut p).expect("INCR");
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut p).expect("DEBUG RELOAD");
+    let _: () = redis::cmd("INCR").arg("n").query(&mut p).expect("INCR");
+    let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut p).expect("DEBUG LOADAOF");
+    let _: () = redis::cmd("INCR").arg("n").query(&mut p).expect("INCR");
+    converge(&primary, &[&r]);
+
+    // The log off, a write, the log on again: the replica cannot continue across the gap.
+    let full = num(&mut p, "stats", "sync_full");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("no").query(&mut p).expect("CONFIG SET");
+    let _: () = redis::cmd("SET").arg("unlogged").arg("1").query(&mut p).expect("SET");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("yes").query(&mut p).expect("CONFIG SET");
+    converge(&primary, &[&r]);
+    assert_eq!(num(&mut p, "stats", "sync_full"), full + 1, "a full sync after the gap");
+    let v: Option<String> = redis::cmd("GET").arg("unlogged").query(&mut r.client()).expect("GET");
+    assert_eq!(v.as_deref(), Some("1"));
+
+    // The replica restarted on its own (no --replicaof) takes writes, then follows again:
+    // its history differs now, so it gets a full sync, not a partial one.
+    r.restart(&[]);
+    let mut rc = r.client();
+    let _: () = redis::cmd("SET").arg("local").arg("write").query(&mut rc).expect("SET on the standalone server");
+    let full = num(&mut p, "stats", "sync_full");
+    replicaof(&mut rc, &primary);
+    converge(&primary, &[&r]);
+    assert_eq!(num(&mut p, "stats", "sync_full"), full + 1);
+    let v: Option<String> = redis::cmd("GET").arg("local").query(&mut r.client()).expect("GET");
+    assert_eq!(v, None, "the local write is gone with the full sync");
+}

@@ -357,9 +357,9 @@ impl Aof {
                 let _ = std::fs::remove_file(path);
             }
         });
-        if !rw.scripts_flushed {
-            self.epoch_scripts.extend(rw.scripts.iter().cloned());
-        }
+        // The epoch's scripts stay those the log itself brought (EVAL, SCRIPT LOAD records):
+        // the new base holds them too, and a replica, which never reads this base, saw them
+        // in the stream. A script only cached (an EVAL that wrote nothing) is not among them.
         self.stats.base_size = self.dir.total_size();
         self.stats.incr_at_base = self.log.size;
         self.stats.rewrites += 1;

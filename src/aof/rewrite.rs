@@ -49,11 +49,6 @@ pub struct Rewrite {
     pub base: FileEntry,
     pub incr: FileEntry,
     pub temp_path: PathBuf,
-    /// SHA1s of the script table written into the snapshot.
-    pub scripts: Vec<String>,
-    /// SCRIPT FLUSH ran since the rewrite began: the snapshot's scripts are not in the
-    /// epoch that follows it.
-    pub scripts_flushed: bool,
     pub keys: u64,
 }
 
@@ -93,8 +88,6 @@ impl Rewrite {
             base,
             incr,
             temp_path,
-            scripts: scripts.iter().map(|(sha, _)| sha.clone()).collect(),
-            scripts_flushed: false,
             keys: 0,
         })
     }

@@ -20,10 +20,10 @@ pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.server.repl_request = Some(ReplRequest::ReplicaOf(None));
         return Ok(Reply::OK);
     }
-    let port = arg_i64(&args[2])?;
-    if !(0..=65535).contains(&port) {
-        return Err(CmdError::other("ERR Invalid master port"));
-    }
+    let port = match crate::util::parse_i64(&args[2]) {
+        Some(p) if (0..=65535).contains(&p) => p,
+        _ => return Err(CmdError::other("ERR Invalid master port")),
+    };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
     ctx.server.repl_request = Some(ReplRequest::ReplicaOf(Some((host, port as u16))));
     Ok(Reply::OK)
@@ -138,12 +138,12 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.deny_blocking || count as i64 >= needed {
         return Ok(Reply::Int(count as i64));
     }
+    let deadline_ms = match timeout {
+        0 => None,
+        t => Some(crate::clock::now_ms().checked_add(t).ok_or_else(|| CmdError::other("ERR timeout is out of range"))?),
+    };
     ctx.client.wait_target = Some((offset, needed.max(0) as usize));
-    ctx.client.block_request = Some(BlockRequest {
-        keys: Vec::new(),
-        deadline_ms: (timeout > 0).then(|| ctx.now_ms.max(crate::clock::now_ms()) + timeout),
-        timeout_reply: Reply::Int(count as i64),
-    });
+    ctx.client.block_request = Some(BlockRequest { keys: Vec::new(), deadline_ms, timeout_reply: Reply::Int(count as i64) });
     Ok(Reply::NoReply)
 }
 

@@ -76,14 +76,18 @@ pub enum Request {
         link: u64,
         replid: String,
     },
-    /// Whole, checksum-verified segments of the primary's stream.
+    /// Whole, checksum-verified segments of the primary's stream, starting at stream
+    /// offset `offset`.
     ReplStream {
         link: u64,
+        offset: u64,
         data: Bytes,
     },
-    /// The connection to the primary ended (the link reconnects by itself).
+    /// The connection to the primary ended; the executor answers where the next one resumes
+    /// (None: a full sync).
     ReplLinkDown {
         link: u64,
+        resume: tokio::sync::oneshot::Sender<Option<(String, u64)>>,
     },
     /// The primary wants an acknowledgement of what it sent so far.
     ReplAckWanted {
@@ -364,8 +368,10 @@ impl Executor {
             Request::LogSynced => {}
             Request::ReplSnapshot { link, replid, offset, path } => self.install_snapshot(link, replid, offset, path),
             Request::ReplContinue { link, replid } => self.continue_stream(link, replid),
-            Request::ReplStream { link, data } => self.apply_stream(link, data),
-            Request::ReplLinkDown { link } => self.link_down(link),
+            Request::ReplStream { link, offset, data } => self.apply_stream(link, offset, data),
+            Request::ReplLinkDown { link, resume } => {
+                let _ = resume.send(self.link_down(link));
+            }
             Request::ReplAckWanted { link } => {
                 self.ack_wanted = self.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
             }
@@ -689,6 +695,10 @@ impl Executor {
     fn within_maxmemory(&mut self) -> bool {
         let maxmemory = self.server.maxmemory;
         if maxmemory == 0 || Self::used_memory(&self.ks) <= maxmemory {
+            return true;
+        }
+        // A replica's data is its primary's (`replica-ignore-maxmemory yes`, the default).
+        if self.server.repl.master.is_some() && self.server.config.get("replica-ignore-maxmemory") == "yes" {
             return true;
         }
         let policy = crate::db::evict::Policy::parse(self.server.config.get("maxmemory-policy"));

@@ -196,9 +196,6 @@ impl Executor {
             }
             "script|flush" if !reply.is_error() => {
                 aof.epoch_scripts.clear();
-                if let Some(rw) = aof.rewrite.as_mut() {
-                    rw.scripts_flushed = true;
-                }
                 self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
             }
             _ => {}
@@ -655,7 +652,8 @@ impl Executor {
         let finishing = Instant::now();
         let result = result.and_then(|_| aof.finish_rewrite(rw).map_err(|e| e.to_string()));
         let pause = finishing.elapsed().as_micros();
-        aof.stats.last_rewrite_ok = result.is_ok();
+        let ok = result.is_ok();
+        aof.stats.last_rewrite_ok = ok;
         aof.stats.last_rewrite_ms = Some(ms);
         match result {
             Ok(()) => log::notice(&format!(
@@ -668,7 +666,7 @@ impl Executor {
         }
         self.server.aof_info = Some(aof.info());
         // Replicas waiting for a full sync get this base (or are dropped if it failed).
-        self.complete_full_syncs();
+        self.complete_full_syncs(ok);
     }
 
     /// Runs a rewrite to its end now (DEBUG RELOAD).
@@ -715,17 +713,26 @@ impl Executor {
                 let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
                 let mut aof = Aof::open(dir, &incr, policy, offset, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
                 aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
-                if self.server.repl.master.is_some() {
-                    let _ = aof.dir.set_replid(Some(self.server.repl.replid.clone()));
+                // A replica's log copies a stream; a primary's is its own.
+                let replid = self.server.repl.master.is_some().then(|| self.server.repl.replid.clone());
+                if let Err(e) = aof.dir.set_replid(replid) {
+                    log::warning(&format!("Can't update the AOF manifest: {e}"));
                 }
                 self.adopt_log(aof);
             }
             (false, true) => {
                 self.close_aof();
                 self.aof = None;
-                // The log is the replication stream: without it replicas cannot follow.
+                // The log is the replication stream: without it replicas cannot follow, and
+                // the writes from now on are in no stream, so a new history begins.
                 self.disconnect_replicas();
                 self.server.repl.backlog = None;
+                if self.server.repl.master.is_none() {
+                    let repl = &mut self.server.repl;
+                    repl.replid = crate::replication::new_replid();
+                    repl.replid2 = crate::replication::NO_REPLID.to_string();
+                    repl.second_offset = None;
+                }
                 // Replies held for a failing log go now: there is no log to wait for.
                 self.touched.append(&mut self.held);
                 self.server.aof_info = None;
@@ -790,6 +797,8 @@ impl Executor {
             self.rewrite_now()?;
         }
         self.close_aof();
+        // What the close wrote is the stream too.
+        self.feed_replicas();
         let stats = self.aof.take().map(|a| a.stats);
         self.ks.log_deletions = false;
         for db in self.ks.dbs.iter_mut() {

@@ -54,7 +54,7 @@ impl Executor {
             return Some(Reply::error(READONLY));
         }
         let (needed, max_lag) = self.server.min_replicas;
-        if needed > 0 && self.server.repl.master.is_none() && self.good_replicas(max_lag) < needed {
+        if needed > 0 && max_lag > 0 && self.server.repl.master.is_none() && self.good_replicas(max_lag) < needed {
             return Some(Reply::error("NOREPLICAS Not enough good replicas to write."));
         }
         None
@@ -108,7 +108,7 @@ impl Executor {
                 Ok(source) => {
                     let repl = &mut self.server.repl;
                     repl.sync_partial_ok += 1;
-                    let start = (offset - 1) as u64;
+                    let start = offset.saturating_sub(1) as u64;
                     let head = format!("+CONTINUE {}\r\n", repl.replid).into_bytes();
                     log::notice(&format!(
                         "Partial resynchronization request from {who} accepted. Sending {} bytes of backlog starting from offset {offset}.",
@@ -155,7 +155,7 @@ impl Executor {
     /// can be served from, or why it cannot.
     fn partial_source(&self, replid: &str, offset: i64, end: u64) -> Result<PartialSource, String> {
         let repl = &self.server.repl;
-        let start = offset - 1;
+        let start = offset.saturating_sub(1);
         let known =
             replid == repl.replid || (replid == repl.replid2 && repl.second_offset.is_some_and(|s| start >= 0 && start as u64 <= s));
         if !known {
@@ -186,6 +186,7 @@ impl Executor {
     fn attach_replica(&mut self, client: &mut Client, state: PeerState, offset: u64, legacy: bool) {
         let now = crate::clock::now_ms();
         client.replica = Some(Peer { state, ack_offset: offset, ack_time_ms: now, last_sent_ms: now, sync_offset: offset, legacy });
+        client.flags.replica.store(true, Ordering::Release);
         if !self.server.repl.replicas.contains(&client.id) {
             self.server.repl.replicas.push(client.id);
         }
@@ -264,7 +265,7 @@ impl Executor {
 
     /// A log rewrite ended: replicas waiting for a full sync get its base snapshot and the
     /// incremental log written since, then the live stream.
-    pub(super) fn complete_full_syncs(&mut self) {
+    pub(super) fn complete_full_syncs(&mut self, rewrite_ok: bool) {
         let waiting: Vec<ClientId> = self
             .server
             .repl
@@ -286,7 +287,9 @@ impl Executor {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
             let files = match (&base, &incr) {
-                (Some(b), Some(i)) if peer.sync_offset == origin => std::fs::File::open(b).and_then(|bf| Ok((bf, std::fs::File::open(i)?))),
+                (Some(b), Some(i)) if rewrite_ok && peer.sync_offset == origin => {
+                    std::fs::File::open(b).and_then(|bf| Ok((bf, std::fs::File::open(i)?)))
+                }
                 _ => Err(std::io::Error::other("the rewrite for this sync failed")),
             };
             let (base_file, incr_file) = match files {
@@ -299,6 +302,8 @@ impl Executor {
             };
             let len = base_file.metadata().map(|m| m.len()).unwrap_or(0);
             peer.state = PeerState::Online;
+            // Nothing is acknowledged until the replica has loaded the snapshot and says so.
+            peer.ack_offset = 0;
             peer.ack_time_ms = crate::clock::now_ms();
             peer.last_sent_ms = peer.ack_time_ms;
             Self::send_job(c, format!("${len}\r\n").into_bytes(), vec![(base_file, 0, len), (incr_file, 0, end - origin)]);
@@ -347,6 +352,21 @@ impl Executor {
     pub(super) fn start_replication_from_config(&mut self) {
         let spec = self.server.config.get("replicaof").to_string();
         let words: Vec<&str> = spec.split_whitespace().collect();
+        // A former replica's log started as a primary: the stream it copied is history now
+        // (its secondary id, as Redis does), and the log is this server's own from here.
+        let saved = self.aof.as_ref().and_then(|a| a.dir.manifest.replid.clone());
+        if let (Some(saved), true) = (saved, words.is_empty()) {
+            let offset = self.aof.as_ref().map_or(0, |a| a.offset());
+            let repl = &mut self.server.repl;
+            repl.offset = offset;
+            repl.replid2 = saved;
+            repl.second_offset = Some(offset);
+            if let Some(aof) = self.aof.as_mut() {
+                if let Err(e) = aof.dir.set_replid(None) {
+                    log::warning(&format!("Can't update the AOF manifest: {e}"));
+                }
+            }
+        }
         if let [host, port] = words[..] {
             match port.parse::<u16>() {
                 Ok(port) => {
@@ -410,15 +430,11 @@ impl Executor {
                 repl.replid = saved;
             }
         }
-        if has_history {
-            if let Ok(mut r) = shared.resume_from.lock() {
-                *r = Some((repl.replid.clone(), repl.offset));
-            }
-        }
+        let resume = has_history.then(|| (repl.replid.clone(), repl.offset));
         shared.applied.store(repl.offset, Ordering::Release);
         let sync_file = match self.aof.as_ref() {
-            Some(a) => a.dir.file(&format!("temp-{}.replica-sync.vsnap", a.dir.prefix)),
-            None => PathBuf::from(format!("temp-replica-sync-{}.vsnap", std::process::id())),
+            Some(a) => a.dir.file(&format!("temp-{}.replica-sync-{id}.vsnap", a.dir.prefix)),
+            None => PathBuf::from(format!("temp-replica-sync-{}-{id}.vsnap", std::process::id())),
         };
         let cfg = replication::link::LinkConfig {
             id,
@@ -429,10 +445,11 @@ impl Executor {
             listening_port: self.server.config.get_int("port").clamp(0, 65535) as u16,
             sync_file,
             timeout: std::time::Duration::from_secs(self.server.config.get_int("repl-timeout").max(1) as u64),
+            resume: resume.clone(),
         };
         let tx = self.wake_tx.clone().ok_or("ERR the executor has no request channel")?;
         rt.spawn(replication::link::run(cfg, shared.clone(), tx));
-        repl.master = Some(MasterLink { host, port, id, shared, synced: false, down_since_ms: crate::clock::now_ms() });
+        repl.master = Some(MasterLink { host, port, id, shared, synced: false, resume, down_since_ms: crate::clock::now_ms() });
         log::set_role(b'S');
         Ok(())
     }
@@ -444,13 +461,24 @@ impl Executor {
         if self.server.repl.master.is_none() {
             return Reply::OK;
         }
+        // The applied stream is written first, still as a copy (its own checkpoints): the
+        // offset the old history ends at is then the log's end.
+        if let Some(aof) = self.aof.as_mut() {
+            if let Err(e) = aof.flush() {
+                return Reply::Error(format!("ERR the log cannot be written: {e}").into());
+            }
+        }
+        self.feed_replicas();
         self.stop_link();
         self.server.repl.master = None;
-        let offset = self.server.repl.offset;
+        let offset = self.stream_end();
+        self.server.repl.offset = offset;
         self.server.repl.shift_replid(replication::new_replid(), offset);
         if let Some(aof) = self.aof.as_mut() {
             aof.verbatim = false;
             aof.selected_db = None;
+            // EVALSHA stays EVALSHA for the bodies the stream holds (sub-replicas saw them).
+            aof.epoch_scripts = self.stream_scripts.keys().cloned().collect();
             if let Err(e) = aof.dir.set_replid(None) {
                 log::warning(&format!("Can't update the AOF manifest: {e}"));
             }
@@ -497,16 +525,16 @@ impl Executor {
         log::notice("MASTER <-> REPLICA sync: Flushing old data");
         let started = std::time::Instant::now();
         self.server.limits.loading.store(true, Ordering::Release);
-        let result = self.load_snapshot(&replid, &path);
+        let result = self.load_snapshot(&replid, offset, &path);
         self.server.limits.loading.store(false, Ordering::Release);
         self.now_ms = crate::clock::now_ms();
         if let Err(e) = result {
             log::warning(&format!("Failed trying to load the MASTER synchronization snapshot: {e}"));
             let _ = std::fs::remove_file(&path);
-            if let Some(m) = &self.server.repl.master {
-                if let Ok(mut r) = m.shared.resume_from.lock() {
-                    *r = None;
-                }
+            if let Some(m) = self.server.repl.master.as_mut() {
+                // The data may be anything now: the next connection asks for a full sync.
+                m.resume = None;
+                m.synced = false;
                 m.shared.reconnect.store(true, Ordering::Release);
                 m.shared.wake.notify_one();
             }
@@ -525,16 +553,18 @@ impl Executor {
             m.synced = true;
         }
         log::notice(&format!("MASTER <-> REPLICA sync: Finished with success ({} ms)", started.elapsed().as_millis()));
-        self.set_resume_point();
         self.ack_wanted = true;
         self.ack_master();
     }
 
-    fn load_snapshot(&mut self, replid: &str, path: &std::path::Path) -> Result<(), String> {
+    fn load_snapshot(&mut self, replid: &str, offset: u64, path: &std::path::Path) -> Result<(), String> {
         // Whole and intact (frame and CRC-64) before anything is replaced: a bad transfer
         // leaves the data and the log as they were.
         let data = std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
-        crate::aof::snapshot::check_frame(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
+        let (log_offset, _, _) = crate::aof::snapshot::check_frame(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
+        if log_offset != offset {
+            return Err(format!("the snapshot stands for offset {log_offset}, not the announced {offset}"));
+        }
         if let Some(aof) = self.aof.as_mut() {
             aof.abandon_rewrite();
             let _ = aof.flush();
@@ -589,9 +619,9 @@ impl Executor {
         if !self.current_link(link) {
             return;
         }
+        let offset = self.stream_end();
         let repl = &mut self.server.repl;
         if !replid.is_empty() && replid != repl.replid {
-            let offset = repl.offset;
             repl.shift_replid(replid.clone(), offset);
             log::notice(&format!("Master replication ID changed to {replid}"));
             self.disconnect_replicas();
@@ -605,7 +635,6 @@ impl Executor {
         if let Some(m) = self.server.repl.master.as_mut() {
             m.synced = true;
         }
-        self.set_resume_point();
         self.ack_wanted = true;
         self.ack_master();
     }
@@ -613,8 +642,19 @@ impl Executor {
     /// Whole segments of the primary's stream: their records are applied as the log loader
     /// applies them (frozen script time, no expiry), then the bytes go to this server's own
     /// log unchanged.
-    pub(super) fn apply_stream(&mut self, link: u64, data: Bytes) {
-        if !self.current_link(link) || !self.server.repl.master.as_ref().is_some_and(|m| m.synced) {
+    pub(super) fn apply_stream(&mut self, link: u64, offset: u64, data: Bytes) {
+        let Some(m) = self.server.repl.master.as_ref() else { return };
+        m.shared.queued.fetch_sub(data.len() as u64, Ordering::AcqRel);
+        if m.id != link || !m.synced {
+            return;
+        }
+        // Applied exactly once, in order: a segment that does not start where the applied
+        // stream ends is dropped, and the link starts again from the right place.
+        let end = self.stream_end();
+        if offset != end {
+            log::warning(&format!("Replication stream segment at offset {offset}, expected {end}: reconnecting"));
+            m.shared.reconnect.store(true, Ordering::Release);
+            m.shared.wake.notify_one();
             return;
         }
         let mut master = self.master_client.take().unwrap_or_else(|| {
@@ -639,43 +679,35 @@ impl Executor {
         }
     }
 
-    /// The link to the primary went down: the data stays, the stream resumes from here.
-    pub(super) fn link_down(&mut self, link: u64) {
-        if !self.current_link(link) {
-            return;
+    /// The link to the primary went down: the data stays. Returns where the next connection
+    /// resumes: everything the old one handed over is applied by now (the request came
+    /// through the same channel, after it).
+    pub(super) fn link_down(&mut self, link: u64) -> Option<(String, u64)> {
+        let end = self.stream_end();
+        let replid = self.server.repl.replid.clone();
+        let m = self.server.repl.master.as_mut().filter(|m| m.id == link)?;
+        if m.synced {
+            m.synced = false;
+            m.down_since_ms = crate::clock::now_ms();
+            m.resume = Some((replid, end));
         }
-        if let Some(m) = self.server.repl.master.as_mut() {
-            if m.synced {
-                m.synced = false;
-                m.down_since_ms = crate::clock::now_ms();
-            }
-        }
+        m.resume.clone()
+    }
+
+    /// Where the applied stream ends: written, or buffered for the log's next write.
+    fn stream_end(&self) -> u64 {
+        self.aof.as_ref().map_or(self.server.repl.offset, |a| a.buffered_end())
     }
 
     /// After the log's flush: records how far the stream is applied and written (what the
-    /// link acknowledges, and where it resumes), and wakes the link when the primary asked
-    /// for an acknowledgement.
+    /// link acknowledges), and wakes the link when the primary asked for an acknowledgement.
     pub(super) fn ack_master(&mut self) {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
-        // Even with the link just gone down: the next connection resumes from here.
-        if m.shared.applied.swap(repl.offset, Ordering::AcqRel) != repl.offset {
-            self.set_resume_point();
-        }
-        let Some(m) = self.server.repl.master.as_ref() else { return };
+        m.shared.applied.store(repl.offset, Ordering::Release);
         if std::mem::take(&mut self.ack_wanted) && m.synced {
             m.shared.ack_wanted.store(true, Ordering::Release);
             m.shared.wake.notify_one();
-        }
-    }
-
-    /// Where the next connection to the primary resumes: this id, this offset.
-    fn set_resume_point(&self) {
-        let repl = &self.server.repl;
-        if let Some(m) = repl.master.as_ref() {
-            if let Ok(mut r) = m.shared.resume_from.lock() {
-                *r = Some((repl.replid.clone(), repl.offset));
-            }
         }
     }
 
@@ -717,10 +749,9 @@ impl Executor {
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
-            if peer.state != PeerState::Online {
-                continue;
-            }
-            if !peer.legacy && now - peer.ack_time_ms > timeout {
+            // Waiting for its snapshot: keepalives only (its link reads them as such).
+            let waiting = peer.state != PeerState::Online;
+            if !waiting && !peer.legacy && now - peer.ack_time_ms > timeout {
                 log::warning(&format!("Disconnecting timedout replica (streaming sync): id={id}"));
                 self.server.kill_list.push(id);
                 any = true;

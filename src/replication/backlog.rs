@@ -43,16 +43,18 @@ impl Backlog {
         self.len
     }
 
-    /// The bytes from `from` to the end, if the backlog holds `from` (at a segment boundary,
-    /// or the end).
+    /// The bytes from `from` to the end, if the backlog holds `from`. A replica's offset is
+    /// always at a segment boundary of the stream, which may fall inside one of the chunks
+    /// held here (a replica's flush can carry several of its primary's segments).
     pub fn since(&self, from: u64) -> Option<Vec<u8>> {
-        if from == self.end {
-            return Some(Vec::new());
+        if from < self.first_offset() || from > self.end {
+            return None;
         }
-        let start = self.segments.iter().position(|(at, _)| *at == from)?;
+        let start = self.segments.partition_point(|(at, s)| at + s.len() as u64 <= from);
         let mut out = Vec::with_capacity((self.end - from) as usize);
-        for (_, s) in self.segments.iter().skip(start) {
-            out.extend_from_slice(s);
+        for (at, s) in self.segments.iter().skip(start) {
+            let skip = from.saturating_sub(*at) as usize;
+            out.extend_from_slice(&s[skip.min(s.len())..]);
         }
         Some(out)
     }
@@ -76,7 +78,8 @@ mod tests {
         b.push(Bytes::from_static(b"bbbb"));
         assert_eq!(b.first_offset(), 100);
         assert_eq!(b.since(104).as_deref(), Some(b"bbbb".as_slice()));
-        assert_eq!(b.since(102), None);
+        assert_eq!(b.since(102).as_deref(), Some(b"aabbbb".as_slice()));
+        assert_eq!(b.since(99), None);
         b.push(Bytes::from_static(b"cccc"));
         assert_eq!(b.first_offset(), 104);
         assert_eq!(b.since(100), None);

@@ -30,20 +30,32 @@ pub struct LinkConfig {
     pub masteruser: String,
     /// This server's port, for REPLCONF listening-port.
     pub listening_port: u16,
-    /// Where the snapshot of a full sync is written (the log's directory when there is one).
+    /// Where the snapshot of a full sync is written (the log's directory when there is one;
+    /// the name carries the link's generation, so two links never share it).
     pub sync_file: PathBuf,
     pub timeout: Duration,
+    /// What the first PSYNC asks for: (replication id, offset), or a full sync.
+    pub resume: Option<(String, u64)>,
 }
 
-/// Runs the link until it is stopped.
+/// Stream bytes handed to the executor and not applied yet, above which the link stops
+/// reading (the primary's output limit for this replica then applies).
+const MAX_QUEUED: u64 = 64 * 1024 * 1024;
+/// A segment larger than this is not one a primary writes: the link drops.
+const MAX_SEGMENT: usize = 1 << 30;
+
+/// Runs the link until it is stopped. After each connection the executor says where the next
+/// one resumes (it has applied everything the old one handed over by then: the answer comes
+/// through the same ordered channel).
 pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) {
+    let mut resume = cfg.resume.clone();
     loop {
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
         shared.state.store(LINK_CONNECTING, Ordering::Release);
         log::notice(&format!("Connecting to MASTER {}:{}", cfg.host, cfg.port));
-        let result = session(&cfg, &shared, &tx).await;
+        let result = session(&cfg, &shared, &tx, &resume).await;
         shared.state.store(LINK_CONNECT, Ordering::Release);
         if shared.stop.load(Ordering::Acquire) {
             return;
@@ -52,8 +64,13 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) 
             Ok(()) => log::notice("Connection with master lost."),
             Err(e) => log::warning(&format!("Replication link with MASTER {}:{}: {e}", cfg.host, cfg.port)),
         }
-        if tx.send(Request::ReplLinkDown { link: cfg.id }).is_err() {
+        let (answer, resume_at) = tokio::sync::oneshot::channel();
+        if tx.send(Request::ReplLinkDown { link: cfg.id, resume: answer }).is_err() {
             return;
+        }
+        match resume_at.await {
+            Ok(r) => resume = r,
+            Err(_) => return,
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -63,7 +80,7 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) 
 }
 
 /// One connection: handshake, sync, stream. Returns when the connection ends.
-async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>) -> Result<(), String> {
+async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, resume: &Option<(String, u64)>) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
     let mut sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
@@ -96,8 +113,7 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>) ->
     if reply.starts_with('-') {
         log::notice(&format!("(Non critical) Master does not understand REPLCONF capa: {reply}"));
     }
-    let resume = shared.resume_from.lock().map(|r| r.clone()).unwrap_or(None);
-    let (replid, offset) = match &resume {
+    let (replid, offset) = match resume {
         Some((id, off)) => (id.clone(), (off + 1).to_string()),
         None => ("?".to_string(), "-1".to_string()),
     };
@@ -116,15 +132,20 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>) ->
         receive_snapshot(&mut sock, &mut buf, cfg, shared).await?;
         tx.send(Request::ReplSnapshot { link: cfg.id, replid: id.to_string(), offset: off, path: cfg.sync_file.clone() })
             .map_err(|_| "the executor is gone".to_string())?;
+        shared.state.store(LINK_CONNECTED, Ordering::Release);
+        stream(&mut sock, &mut buf, cfg, shared, tx, off).await
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim().to_string();
+        let Some((_, from)) = resume else {
+            return Err("CONTINUE from MASTER to a full sync request".into());
+        };
         log::notice("Successful partial resynchronization with master.");
         tx.send(Request::ReplContinue { link: cfg.id, replid: id }).map_err(|_| "the executor is gone".to_string())?;
+        shared.state.store(LINK_CONNECTED, Ordering::Release);
+        stream(&mut sock, &mut buf, cfg, shared, tx, *from).await
     } else {
-        return Err(format!("Unexpected reply to PSYNC from master: '{reply}'"));
+        Err(format!("Unexpected reply to PSYNC from master: '{reply}'"))
     }
-    shared.state.store(LINK_CONNECTED, Ordering::Release);
-    stream(&mut sock, &mut buf, cfg, shared, tx).await
 }
 
 /// Sends one command and reads its one-line reply.
@@ -183,6 +204,9 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
         if left == 0 {
             break;
         }
+        if shared.stop.load(Ordering::Acquire) {
+            return Err("the link was stopped".into());
+        }
         fill(sock, buf, cfg).await?;
         shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
     }
@@ -190,27 +214,41 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
     Ok(())
 }
 
-/// The stream: whole segments go to the executor; acknowledgements go back every second,
-/// and as soon as what preceded an acknowledgement request (a bare newline) is applied.
+/// The stream: whole segments go to the executor, each tagged with the stream offset it
+/// starts at (`next`); acknowledgements go back every second, and as soon as what preceded an
+/// acknowledgement request (a bare newline) is applied.
 async fn stream(
     sock: &mut TcpStream,
     buf: &mut BytesMut,
     cfg: &LinkConfig,
     shared: &LinkShared,
     tx: &Sender<Request>,
+    mut next: u64,
 ) -> Result<(), String> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // Bytes before `scanned` hold no checkpoint line: a segment is looked for only when new
+    // bytes may close one (a long segment is not scanned again at every read).
+    let mut scanned: usize = 0;
     loop {
-        deliver(buf, cfg.id, tx)?;
+        if buf.first() == Some(&b'\n') || find(&buf[scanned.saturating_sub(3)..], b"#C:") {
+            deliver(buf, cfg.id, tx, shared, &mut next)?;
+        }
+        scanned = buf.len();
+        if buf.len() > MAX_SEGMENT {
+            return Err(format!("A segment from MASTER longer than {MAX_SEGMENT} bytes"));
+        }
         buf.reserve(64 * 1024);
+        let room = shared.queued.load(Ordering::Acquire) < MAX_QUEUED;
         tokio::select! {
-            read = sock.read_buf(buf) => {
+            read = sock.read_buf(buf), if room => {
                 match read {
                     Ok(0) => return Ok(()),
                     Ok(_) => shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release),
                     Err(e) => return Err(format!("Error reading from MASTER: {e}")),
                 }
             }
+            // The executor is behind: read again once it caught up a little.
+            _ = tokio::time::sleep(Duration::from_millis(5)), if !room => {}
             _ = shared.wake.notified() => {
                 if shared.ack_wanted.swap(false, Ordering::AcqRel) || shared.stop.load(Ordering::Acquire) {
                     ack(sock, shared).await?;
@@ -219,7 +257,7 @@ async fn stream(
             _ = tick.tick() => {
                 ack(sock, shared).await?;
                 let idle = crate::clock::now_ms() - shared.last_io_ms.load(Ordering::Acquire);
-                if idle > cfg.timeout.as_millis() as i64 {
+                if room && idle > cfg.timeout.as_millis() as i64 {
                     return Err("MASTER timeout: no data nor PING received...".into());
                 }
             }
@@ -233,6 +271,10 @@ async fn stream(
     }
 }
 
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Sends REPLCONF ACK with the offset applied and written.
 async fn ack(sock: &mut TcpStream, shared: &LinkShared) -> Result<(), String> {
     let offset = shared.applied.load(Ordering::Acquire);
@@ -242,10 +284,10 @@ async fn ack(sock: &mut TcpStream, shared: &LinkShared) -> Result<(), String> {
 }
 
 /// Hands every whole, checksum-verified segment at the front of `buf` to the executor,
-/// skipping the newlines between segments. A newline is an acknowledgement request: it
-/// goes to the executor too, and reaches the executor behind the segments before it, through the
-/// same channel, so the acknowledgement covers them.
-fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>) -> Result<(), String> {
+/// skipping the newlines between segments. A newline is an acknowledgement request: it goes
+/// to the executor too, and reaches it behind the segments before it (one ordered channel),
+/// so the acknowledgement covers them.
+fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
     let mut asked = false;
     loop {
         while buf.first() == Some(&b'\n') {
@@ -259,11 +301,13 @@ fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>) -> Result<(), St
         let whole = verdict.tail_start;
         if whole > 0 {
             let data = buf.split_to(whole).freeze();
-            tx.send(Request::ReplStream { link, data }).map_err(|_| "the executor is gone".to_string())?;
+            shared.queued.fetch_add(whole as u64, Ordering::AcqRel);
+            tx.send(Request::ReplStream { link, offset: *next, data }).map_err(|_| "the executor is gone".to_string())?;
+            *next += whole as u64;
         }
         match verdict.problem {
             Some(format::Problem::Corrupt { offset, reason }) if offset > whole || buf.first() != Some(&b'\n') => {
-                return Err(format!("Bad replication stream from MASTER at stream byte {offset}: {reason}"));
+                return Err(format!("Bad replication stream from MASTER at stream offset {}: {reason}", *next + (offset - whole) as u64));
             }
             // A newline after the segments handed out: go on past it.
             Some(format::Problem::Corrupt { .. }) => continue,

@@ -16,7 +16,7 @@ pub mod backlog;
 pub mod link;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 pub use backlog::Backlog;
 
@@ -82,8 +82,8 @@ pub const LINK_CONNECTED: u8 = 3;
 #[derive(Debug, Default)]
 pub struct LinkShared {
     pub state: AtomicU8,
-    /// The replication id and offset to ask PSYNC for (None: full sync).
-    pub resume_from: Mutex<Option<(String, u64)>>,
+    /// Stream bytes handed to the executor and not applied yet (the link's backpressure).
+    pub queued: AtomicU64,
     /// The offset applied and written: acknowledged to the primary.
     pub applied: AtomicU64,
     /// Wall-clock ms of the last bytes from the primary.
@@ -120,6 +120,9 @@ pub struct MasterLink {
     pub shared: Arc<LinkShared>,
     /// The stream is flowing (a full sync installed or a CONTINUE accepted).
     pub synced: bool,
+    /// Where the next connection resumes before any sync succeeded on this link (after one,
+    /// it is where the applied stream ends); None asks for a full sync.
+    pub resume: Option<(String, u64)>,
     /// When the link last went down (INFO master_link_down_since_seconds).
     pub down_since_ms: i64,
 }
