@@ -602,7 +602,14 @@ fn a_corrupt_segment_or_snapshot_from_the_primary_changes_nothing_and_the_link_r
 
     // Session 2: continue; then the link is cut and the next full sync sends garbage.
     sock.write_all(format!("+CONTINUE {id}\r\n").as_bytes()).expect("write");
-    sock.write_all(&segment(&[&["SET", "c", "3"]], true)).expect("write");
+    // Cut inside its checkpoint line, in two reads: the segment is whole once the second
+    // part arrives, with nothing after it.
+    sock.set_nodelay(true).expect("nodelay");
+    let seg = segment(&[&["SET", "c", "3"]], true);
+    let cut = seg.len() - 10;
+    sock.write_all(&seg[..cut]).expect("write");
+    std::thread::sleep(Duration::from_millis(200));
+    sock.write_all(&seg[cut..]).expect("write");
     let deadline = Instant::now() + Duration::from_secs(10);
     while redis::cmd("GET").arg("c").query::<Option<String>>(&mut rc).expect("GET").is_none() {
         assert!(Instant::now() < deadline, "the continued stream was not applied");
@@ -676,4 +683,19 @@ fn reloads_log_switches_restarts_and_cached_scripts_never_leave_a_replica_behind
     assert_eq!(num(&mut p, "stats", "sync_full"), full + 1);
     let v: Option<String> = redis::cmd("GET").arg("local").query(&mut r.client()).expect("GET");
     assert_eq!(v, None, "the local write is gone with the full sync");
+
+    // The replica's log turned off while the stream flows: it follows on in memory.
+    let port = primary.port;
+    let writer = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).and_then(|c| c.get_connection()).expect("connect");
+        for _ in 0..2000 {
+            let _: i64 = redis::cmd("INCR").arg("flowing").query(&mut c).expect("INCR");
+        }
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("no").query(&mut r.client()).expect("CONFIG SET");
+    writer.join().expect("writer");
+    converge(&primary, &[&r]);
+    let v: i64 = redis::cmd("GET").arg("flowing").query(&mut r.client()).expect("GET");
+    assert_eq!(v, 2000);
 }

@@ -82,7 +82,8 @@ impl Inbox {
             let waiting = self.kept.borrow().iter().any(|r| matches!(r, Request::Commands { id: other, .. } if *other == id));
             let outputs = self.outputs.borrow();
             let answer = match outputs.get(&id) {
-                Some(out) if !waiting => {
+                // A replica's connection carries the stream: it is never answered from here.
+                Some(out) if !waiting && !out.1.replica.load(Ordering::Acquire) => {
                     busy_answers(&self.watch, &cmds, out.1.authenticated.load(Ordering::Relaxed)).map(|bytes| (out, bytes))
                 }
                 _ => None,

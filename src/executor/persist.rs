@@ -722,6 +722,8 @@ impl Executor {
             }
             (false, true) => {
                 self.close_aof();
+                // Without a log the stream's end is counted in memory from here.
+                self.server.repl.offset = self.aof.as_ref().map_or(self.server.repl.offset, |a| a.buffered_end());
                 self.aof = None;
                 // The log is the replication stream: without it replicas cannot follow, and
                 // the writes from now on are in no stream, so a new history begins.
@@ -797,8 +799,10 @@ impl Executor {
             self.rewrite_now()?;
         }
         self.close_aof();
-        // What the close wrote is the stream too.
+        // What the close wrote is the stream too; the epoch of scripts stays this log's (the
+        // reloaded base holds scripts the stream never carried).
         self.feed_replicas();
+        let epoch = self.aof.as_ref().map(|a| a.epoch_scripts.clone());
         let stats = self.aof.take().map(|a| a.stats);
         self.ks.log_deletions = false;
         for db in self.ks.dbs.iter_mut() {
@@ -815,6 +819,9 @@ impl Executor {
         if let (Some(aof), Some(old)) = (self.aof.as_mut(), stats) {
             aof.stats.rewrites = old.rewrites;
             aof.stats.last_rewrite_ms = old.last_rewrite_ms;
+        }
+        if let (Some(aof), Some(epoch)) = (self.aof.as_mut(), epoch) {
+            aof.epoch_scripts = epoch;
         }
         Ok(())
     }

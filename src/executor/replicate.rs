@@ -365,6 +365,9 @@ impl Executor {
                 if let Err(e) = aof.dir.set_replid(None) {
                     log::warning(&format!("Can't update the AOF manifest: {e}"));
                 }
+                // Replicas may continue through the secondary id: an empty epoch, as after a
+                // promotion.
+                aof.epoch_scripts.clear();
             }
         }
         if let [host, port] = words[..] {
@@ -406,7 +409,9 @@ impl Executor {
         self.disconnect_replicas();
         let was_primary = self.server.repl.master.is_none();
         if let Some(aof) = self.aof.as_mut() {
-            let _ = aof.flush();
+            // This server's own records must be whole in the log before the primary's stream
+            // follows them.
+            aof.flush().map_err(|e| format!("ERR the log cannot be written: {e}"))?;
             if was_primary {
                 // The stream continues from where this server's own log is.
                 self.master_db = aof.selected_db.unwrap_or(self.loaded_db);
@@ -477,8 +482,9 @@ impl Executor {
         if let Some(aof) = self.aof.as_mut() {
             aof.verbatim = false;
             aof.selected_db = None;
-            // EVALSHA stays EVALSHA for the bodies the stream holds (sub-replicas saw them).
-            aof.epoch_scripts = self.stream_scripts.keys().cloned().collect();
+            // An empty epoch: every script is logged as EVAL until its body is in this log
+            // (sub-replicas continuing from here may not have every body this one loaded).
+            aof.epoch_scripts.clear();
             if let Err(e) = aof.dir.set_replid(None) {
                 log::warning(&format!("Can't update the AOF manifest: {e}"));
             }
@@ -644,8 +650,12 @@ impl Executor {
     /// log unchanged.
     pub(super) fn apply_stream(&mut self, link: u64, offset: u64, data: Bytes) {
         let Some(m) = self.server.repl.master.as_ref() else { return };
+        if m.id != link {
+            // An older link's segment (its counter went with it).
+            return;
+        }
         m.shared.queued.fetch_sub(data.len() as u64, Ordering::AcqRel);
-        if m.id != link || !m.synced {
+        if !m.synced {
             return;
         }
         // Applied exactly once, in order: a segment that does not start where the applied
@@ -704,7 +714,9 @@ impl Executor {
     pub(super) fn ack_master(&mut self) {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
-        m.shared.applied.store(repl.offset, Ordering::Release);
+        if m.synced {
+            m.shared.applied.store(repl.offset, Ordering::Release);
+        }
         if std::mem::take(&mut self.ack_wanted) && m.synced {
             m.shared.ack_wanted.store(true, Ordering::Release);
             m.shared.wake.notify_one();

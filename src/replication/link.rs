@@ -43,6 +43,8 @@ pub struct LinkConfig {
 const MAX_QUEUED: u64 = 64 * 1024 * 1024;
 /// A segment larger than this is not one a primary writes: the link drops.
 const MAX_SEGMENT: usize = 1 << 30;
+/// `#C:` + 16 hex digits + CRLF.
+const CHECKPOINT_LINE: usize = 21;
 
 /// Runs the link until it is stopped. After each connection the executor says where the next
 /// one resumes (it has applied everything the old one handed over by then: the answer comes
@@ -88,6 +90,8 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, re
         Err(_) => return Err("Timeout connecting to the MASTER...".into()),
     };
     let _ = sock.set_nodelay(true);
+    // A reconnect asked for during the last connection is this one.
+    shared.reconnect.store(false, Ordering::Release);
     log::notice("MASTER <-> REPLICA sync started");
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let reply = command(&mut sock, &mut buf, cfg, &["PING"]).await?;
@@ -129,7 +133,12 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, re
         };
         log::notice(&format!("Full resync from master: {id}:{off}"));
         shared.state.store(LINK_SYNC, Ordering::Release);
-        receive_snapshot(&mut sock, &mut buf, cfg, shared).await?;
+        // Nothing of the new history is applied yet: acknowledge nothing of the old one.
+        shared.applied.store(0, Ordering::Release);
+        if let Err(e) = receive_snapshot(&mut sock, &mut buf, cfg, shared).await {
+            let _ = std::fs::remove_file(&cfg.sync_file);
+            return Err(e);
+        }
         tx.send(Request::ReplSnapshot { link: cfg.id, replid: id.to_string(), offset: off, path: cfg.sync_file.clone() })
             .map_err(|_| "the executor is gone".to_string())?;
         shared.state.store(LINK_CONNECTED, Ordering::Release);
@@ -230,7 +239,9 @@ async fn stream(
     // bytes may close one (a long segment is not scanned again at every read).
     let mut scanned: usize = 0;
     loop {
-        if buf.first() == Some(&b'\n') || find(&buf[scanned.saturating_sub(3)..], b"#C:") {
+        // A checkpoint line is 21 bytes: one not yet whole at the last look starts within
+        // the 21 bytes before where that look ended.
+        if buf.first() == Some(&b'\n') || find(&buf[scanned.saturating_sub(CHECKPOINT_LINE)..], b"#C:") {
             deliver(buf, cfg.id, tx, shared, &mut next)?;
         }
         scanned = buf.len();
@@ -247,8 +258,11 @@ async fn stream(
                     Err(e) => return Err(format!("Error reading from MASTER: {e}")),
                 }
             }
-            // The executor is behind: read again once it caught up a little.
-            _ = tokio::time::sleep(Duration::from_millis(5)), if !room => {}
+            // The executor is behind: read again once it caught up a little (not reading is
+            // not the primary's silence).
+            _ = tokio::time::sleep(Duration::from_millis(5)), if !room => {
+                shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
+            }
             _ = shared.wake.notified() => {
                 if shared.ack_wanted.swap(false, Ordering::AcqRel) || shared.stop.load(Ordering::Acquire) {
                     ack(sock, shared).await?;
@@ -288,34 +302,59 @@ async fn ack(sock: &mut TcpStream, shared: &LinkShared) -> Result<(), String> {
 /// to the executor too, and reaches it behind the segments before it (one ordered channel),
 /// so the acknowledgement covers them.
 fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
-    let mut asked = false;
+    let cut = split_segments(buf);
+    for data in cut.segments {
+        let len = data.len() as u64;
+        shared.queued.fetch_add(len, Ordering::AcqRel);
+        tx.send(Request::ReplStream { link, offset: *next, data }).map_err(|_| "the executor is gone".to_string())?;
+        *next += len;
+    }
+    if let Some((at, reason)) = cut.error {
+        return Err(format!("Bad replication stream from MASTER at stream offset {}: {reason}", *next + at as u64));
+    }
+    if cut.ack_requested {
+        tx.send(Request::ReplAckWanted { link }).map_err(|_| "the executor is gone".to_string())?;
+    }
+    Ok(())
+}
+
+/// What [`split_segments`] found at the front of a buffer.
+#[derive(Debug, Default)]
+pub struct Cut {
+    /// Whole segments, each closed by its (verified) checkpoint line, in order.
+    pub segments: Vec<bytes::Bytes>,
+    /// A newline was skipped between segments (an acknowledgement request).
+    pub ack_requested: bool,
+    /// Bytes no primary writes, at this position of what is left in the buffer.
+    pub error: Option<(usize, String)>,
+}
+
+/// Takes every whole segment (records up to a checkpoint whose CRC-64 matches) off the front
+/// of `buf`, skipping newlines between segments; what is left is an unfinished segment, or
+/// bytes that are wrong (`Cut::error`). No I/O: the replica's link uses it on what it reads.
+pub fn split_segments(buf: &mut BytesMut) -> Cut {
+    let mut cut = Cut::default();
     loop {
         while buf.first() == Some(&b'\n') {
             buf.advance(1);
-            asked = true;
+            cut.ack_requested = true;
         }
         if buf.is_empty() {
-            break;
+            return cut;
         }
         let verdict = format::check(buf);
         let whole = verdict.tail_start;
         if whole > 0 {
-            let data = buf.split_to(whole).freeze();
-            shared.queued.fetch_add(whole as u64, Ordering::AcqRel);
-            tx.send(Request::ReplStream { link, offset: *next, data }).map_err(|_| "the executor is gone".to_string())?;
-            *next += whole as u64;
+            cut.segments.push(buf.split_to(whole).freeze());
         }
         match verdict.problem {
             Some(format::Problem::Corrupt { offset, reason }) if offset > whole || buf.first() != Some(&b'\n') => {
-                return Err(format!("Bad replication stream from MASTER at stream offset {}: {reason}", *next + (offset - whole) as u64));
+                cut.error = Some((offset.saturating_sub(whole), reason));
+                return cut;
             }
-            // A newline after the segments handed out: go on past it.
+            // A newline after the segments taken: go on past it.
             Some(format::Problem::Corrupt { .. }) => continue,
-            _ => break,
+            _ => return cut,
         }
     }
-    if asked {
-        tx.send(Request::ReplAckWanted { link }).map_err(|_| "the executor is gone".to_string())?;
-    }
-    Ok(())
 }
