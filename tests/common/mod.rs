@@ -121,7 +121,8 @@ impl Server {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
             let mut server = Server { child, port, dir };
-            if server.wait_ready(Duration::from_secs(10)) {
+            // A server that loads a large log takes a while (LOADING is not ready).
+            if server.wait_ready(Duration::from_secs(30)) {
                 return server;
             }
             let _ = server.child.kill();
