@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, BlockRequest, CmdError, Ctx};
 use crate::protocol::Reply;
-use crate::replication::{PeerState, ReplRequest};
+use crate::replication::{peer_ip, PeerState, ReplRequest};
 use crate::state::ServerState;
 use crate::util::eq_ignore_case;
 
@@ -50,25 +50,18 @@ pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
             Reply::Int(offset),
         ]));
     }
-    let peers = repl
-        .replicas
-        .iter()
-        .filter_map(|id| s.clients.get(id))
-        .filter(|c| c.replica.as_ref().is_some_and(|p| p.state == PeerState::Online))
-        .map(|c| {
-            let ack = c.replica.as_ref().map_or(0, |p| p.ack_offset);
+    let peers = s
+        .replica_peers()
+        .filter(|(_, p)| p.state == PeerState::Online)
+        .map(|(c, p)| {
             Reply::Array(vec![
                 Reply::Bulk(Bytes::from(peer_ip(&c.addr).to_string())),
                 Reply::Bulk(Bytes::from(c.replconf_port.to_string())),
-                Reply::Bulk(Bytes::from(ack.to_string())),
+                Reply::Bulk(Bytes::from(p.ack_offset.to_string())),
             ])
         })
         .collect();
     Ok(Reply::Array(vec![Reply::bulk(b"master"), Reply::Int(repl.offset as i64), Reply::Array(peers)]))
-}
-
-fn peer_ip(addr: &str) -> &str {
-    addr.rsplit_once(':').map_or(addr, |(ip, _)| ip)
 }
 
 /// ```text
@@ -134,7 +127,7 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Err(CmdError::other("ERR timeout is negative"));
     }
     let offset = ctx.client.log_wait;
-    let count = acked(ctx.server, offset);
+    let count = ctx.server.acked_replicas(offset);
     if ctx.client.deny_blocking || count as i64 >= needed {
         return Ok(Reply::Int(count as i64));
     }
@@ -145,16 +138,6 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.client.wait_target = Some((offset, needed.max(0) as usize));
     ctx.client.block_request = Some(BlockRequest { keys: Vec::new(), deadline_ms, timeout_reply: Reply::Int(count as i64) });
     Ok(Reply::NoReply)
-}
-
-/// Online replicas that acknowledged `offset`.
-fn acked(s: &ServerState, offset: u64) -> usize {
-    s.repl
-        .replicas
-        .iter()
-        .filter_map(|id| s.clients.get(id).and_then(|c| c.replica.as_ref()))
-        .filter(|p| p.state == PeerState::Online && p.ack_offset >= offset)
-        .count()
 }
 
 /// INFO's replication section, with Redis 7.0's fields.
@@ -189,19 +172,12 @@ pub fn info_section(s: &ServerState) -> String {
     } else {
         out.push_str("role:master\r\n");
     }
-    let peers: Vec<_> = repl.replicas.iter().filter_map(|id| s.clients.get(id)).filter(|c| c.replica.is_some()).collect();
-    let _ = write!(out, "connected_slaves:{}\r\n", peers.len());
+    let _ = write!(out, "connected_slaves:{}\r\n", s.replica_peers().count());
     let (needed, max_lag) = s.min_replicas;
     if needed > 0 && repl.master.is_none() {
-        let good = peers
-            .iter()
-            .filter_map(|c| c.replica.as_ref())
-            .filter(|p| p.state == PeerState::Online && now - p.ack_time_ms <= max_lag * 1000)
-            .count();
-        let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
+        let _ = write!(out, "min_slaves_good_slaves:{}\r\n", s.good_replicas(max_lag));
     }
-    for (i, c) in peers.iter().enumerate() {
-        let Some(p) = c.replica.as_ref() else { continue };
+    for (i, (c, p)) in s.replica_peers().enumerate() {
         let state = match p.state {
             PeerState::WaitSnapshot => "wait_bgsave",
             PeerState::Online => "online",

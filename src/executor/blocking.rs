@@ -133,7 +133,7 @@ impl Executor {
                 let reply = match client.wait_target.take() {
                     Some((offset, _)) => {
                         self.waiting_acks.retain(|w| *w != id);
-                        crate::protocol::Reply::Int(self.acked_replicas(offset) as i64)
+                        crate::protocol::Reply::Int(self.server.acked_replicas(offset) as i64)
                     }
                     None => blocked.timeout_reply.clone(),
                 };

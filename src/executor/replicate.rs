@@ -54,25 +54,10 @@ impl Executor {
             return Some(Reply::error(READONLY));
         }
         let (needed, max_lag) = self.server.min_replicas;
-        if needed > 0 && max_lag > 0 && self.server.repl.master.is_none() && self.good_replicas(max_lag) < needed {
+        if needed > 0 && max_lag > 0 && self.server.repl.master.is_none() && self.server.good_replicas(max_lag) < needed {
             return Some(Reply::error("NOREPLICAS Not enough good replicas to write."));
         }
         None
-    }
-
-    /// Online replicas that acknowledged within `max_lag` seconds.
-    fn good_replicas(&self, max_lag: i64) -> usize {
-        let now = crate::clock::now_ms();
-        self.online_peers().filter(|p| now - p.ack_time_ms <= max_lag * 1000).count()
-    }
-
-    fn online_peers(&self) -> impl Iterator<Item = &Peer> {
-        self.server
-            .repl
-            .replicas
-            .iter()
-            .filter_map(|id| self.server.clients.get(id).and_then(|c| c.replica.as_ref()))
-            .filter(|p| p.state == PeerState::Online)
     }
 
     /// PSYNC / SYNC from a connection that becomes a replica.
@@ -102,7 +87,7 @@ impl Executor {
         if let Some(aof) = self.aof.as_mut() {
             aof.tee = true;
         }
-        let who = format!("{}:{}", client.addr.rsplit_once(':').map_or("?", |(ip, _)| ip), client.replconf_port);
+        let who = format!("{}:{}", replication::peer_ip(&client.addr), client.replconf_port);
         if !legacy && replid != "?" {
             match self.partial_source(replid, offset, end) {
                 Ok(source) => {
@@ -205,9 +190,7 @@ impl Executor {
     /// replica's output (released with the other replies).
     pub(super) fn feed_replicas(&mut self) {
         let Some(aof) = self.aof.as_mut() else { return };
-        if self.server.repl.master.is_some() || !aof.teed.is_empty() || aof.tee {
-            self.server.repl.offset = aof.offset();
-        }
+        self.server.repl.offset = aof.offset();
         if aof.teed.is_empty() {
             return;
         }
@@ -323,18 +306,13 @@ impl Executor {
         for id in waiting {
             let target = self.server.clients.get(&id).and_then(|c| c.wait_target);
             let Some((offset, needed)) = target else { continue };
-            let count = self.acked_replicas(offset);
+            let count = self.server.acked_replicas(offset);
             if count < needed {
                 self.waiting_acks.push(id);
                 continue;
             }
             self.wake_waiter(id, count);
         }
-    }
-
-    /// Replicas that acknowledged `offset`.
-    pub(super) fn acked_replicas(&self, offset: u64) -> usize {
-        self.online_peers().filter(|p| p.ack_offset >= offset).count()
     }
 
     fn wake_waiter(&mut self, id: ClientId, count: usize) {
@@ -566,7 +544,7 @@ impl Executor {
     fn load_snapshot(&mut self, replid: &str, offset: u64, path: &std::path::Path) -> Result<(), String> {
         // Whole and intact (frame and CRC-64) before anything is replaced: a bad transfer
         // leaves the data and the log as they were.
-        let data = std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+        let data = super::load::map_file(path)?;
         let (log_offset, _, _) = crate::aof::snapshot::check_frame(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
         if log_offset != offset {
             return Err(format!("the snapshot stands for offset {log_offset}, not the announced {offset}"));
@@ -603,16 +581,10 @@ impl Executor {
                 self.adopt_log(aof);
             }
             None => {
+                let loaded = self.decode_snapshot(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset));
+                drop(data);
                 let _ = std::fs::remove_file(path);
-                let loaded = self.decode_snapshot(&data).map_err(|e| format!("{} at offset {}", e.reason, e.offset))?;
-                for body in loaded.scripts {
-                    if let Some(engine) = self.server.scripts.as_mut() {
-                        if let Ok(s) = engine.load(&body) {
-                            self.stream_scripts.insert(s.sha.clone(), body.clone());
-                        }
-                    }
-                }
-                self.loaded_db = loaded.stream_db as usize;
+                self.loaded_db = loaded?.stream_db as usize;
             }
         }
         self.master_db = self.loaded_db.min(self.ks.dbs.len() - 1);

@@ -4,7 +4,6 @@
 //! executor. It acknowledges the offset the executor reports as applied (at once, and every
 //! second), and reconnects after a failure. It never touches data.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
@@ -136,7 +135,7 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, re
         // Nothing of the new history is applied yet: acknowledge nothing of the old one.
         shared.applied.store(0, Ordering::Release);
         if let Err(e) = receive_snapshot(&mut sock, &mut buf, cfg, shared).await {
-            let _ = std::fs::remove_file(&cfg.sync_file);
+            let _ = tokio::fs::remove_file(&cfg.sync_file).await;
             return Err(e);
         }
         tx.send(Request::ReplSnapshot { link: cfg.id, replid: id.to_string(), offset: off, path: cfg.sync_file.clone() })
@@ -200,13 +199,15 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')"));
     };
     log::notice(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
-    let mut file = std::fs::File::create(&cfg.sync_file)
+    // tokio's file: the disk writes run off the runtime's worker threads.
+    let mut file = tokio::fs::File::create(&cfg.sync_file)
+        .await
         .map_err(|e| format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"))?;
     let mut left = len;
     loop {
         let take = (buf.len() as u64).min(left) as usize;
         if take > 0 {
-            file.write_all(&buf[..take]).map_err(|e| format!("Write error writing the sync file: {e}"))?;
+            file.write_all(&buf[..take]).await.map_err(|e| format!("Write error writing the sync file: {e}"))?;
             buf.advance(take);
             left -= take as u64;
         }
@@ -219,7 +220,7 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
         fill(sock, buf, cfg).await?;
         shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
     }
-    file.sync_all().map_err(|e| format!("Error syncing the sync file: {e}"))?;
+    file.sync_all().await.map_err(|e| format!("Error syncing the sync file: {e}"))?;
     Ok(())
 }
 

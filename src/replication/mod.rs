@@ -178,10 +178,29 @@ impl ReplState {
         self.replid2 = std::mem::replace(&mut self.replid, new_id);
         self.second_offset = Some(offset);
     }
+}
 
-    pub fn is_replica(&self) -> bool {
-        self.master.is_some()
+impl crate::state::ServerState {
+    /// The replicas (connections that asked for the stream) and what is known of each.
+    pub fn replica_peers(&self) -> impl Iterator<Item = (&crate::state::Client, &Peer)> {
+        self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (c, p)))
     }
+
+    /// Online replicas that acknowledged `offset` (WAIT).
+    pub fn acked_replicas(&self, offset: u64) -> usize {
+        self.replica_peers().filter(|(_, p)| p.state == PeerState::Online && p.ack_offset >= offset).count()
+    }
+
+    /// Online replicas that acknowledged within `max_lag` seconds (min-replicas-to-write).
+    pub fn good_replicas(&self, max_lag: i64) -> usize {
+        let now = crate::clock::now_ms();
+        self.replica_peers().filter(|(_, p)| p.state == PeerState::Online && now - p.ack_time_ms <= max_lag * 1000).count()
+    }
+}
+
+/// The IP part of a client's `ip:port` address (INFO's and ROLE's replica lines).
+pub fn peer_ip(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(ip, _)| ip)
 }
 
 /// Work only the executor can do, asked for by a replication command's handler.

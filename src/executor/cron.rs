@@ -1,0 +1,102 @@
+//! What the executor does on its own rather than for a request: the periodic `cron`
+//! (idle timeouts, active expiry, the log's retries and automatic rewrite, replication's
+//! keepalives) and the orderly shutdown.
+
+use std::time::Duration;
+
+use super::Executor;
+use crate::commands;
+use crate::log;
+use crate::state::{ClientId, ClientOutput};
+
+impl Executor {
+    /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
+    pub(super) fn cron(&mut self, hz: u64) {
+        self.replication_cron();
+        // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
+        let idle_limit = self.server.config.get_int("timeout");
+        if idle_limit > 0 {
+            let limit = Duration::from_secs(idle_limit as u64);
+            let idle: Vec<ClientId> = self
+                .server
+                .clients
+                .values()
+                .filter(|c| {
+                    c.blocked.is_none() && !c.monitor && c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()
+                })
+                .filter(|c| crate::clock::now_ms() - c.last_interaction_ms > limit.as_millis() as i64)
+                .map(|c| c.id)
+                .collect();
+            for id in idle {
+                log::verbose(&format!("Closing idle client id={id}"));
+                self.server.kill_list.push(id);
+            }
+            if !self.server.kill_list.is_empty() {
+                self.release_replies();
+            }
+        }
+        let budget_us = 250_000 / hz;
+        let now = crate::clock::now_ms();
+        let server = &mut self.server;
+        if server.active_expire_enabled {
+            self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
+        }
+        // Active expiry aborts watchers' transactions too; then the records can go (nothing
+        // else consumes them yet).
+        let expired = std::mem::take(&mut self.ks.expired);
+        let evicted = std::mem::take(&mut self.ks.evicted);
+        let flags = self.server.notify_flags;
+        if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0 {
+            let events = expired
+                .iter()
+                .filter(|_| flags & crate::notify::EXPIRED != 0)
+                .map(|(db, key)| (crate::notify::EXPIRED, "expired", *db, key.clone()));
+            let events = events.chain(
+                evicted
+                    .iter()
+                    .filter(|_| flags & crate::notify::EVICTED != 0)
+                    .map(|(db, key)| (crate::notify::EVICTED, "evicted", *db, key.clone())),
+            );
+            for (class, event, db, key) in events {
+                self.server.notifications.push(crate::notify::Notification { class, event, db, key });
+            }
+            commands::pubsub::publish_notifications(&mut self.server, None);
+            self.touched.append(&mut self.server.pushed);
+            self.release_replies();
+        }
+        for (db, key) in expired {
+            if let Some(ids) = self.server.watchers.get(&(db, key)) {
+                for id in ids.clone() {
+                    if let Some(c) = self.server.clients.get_mut(&id) {
+                        c.cas_dirty = true;
+                    }
+                }
+            }
+        }
+        self.expired_seen = 0;
+        if self.logging() {
+            // DELs of actively expired keys; a write that failed is retried; growth may
+            // call for a rewrite.
+            self.commit_pending();
+            if !self.held.is_empty() || self.aof.as_ref().is_some_and(|a| !a.buf.is_empty() || a.write_error.is_some()) {
+                self.release_replies();
+            }
+            self.maybe_auto_rewrite();
+        }
+    }
+
+    pub(super) fn shutdown(&mut self) {
+        log::warning("User requested shutdown...");
+        if self.aof.is_some() {
+            log::notice("Calling fsync() on the AOF file.");
+            self.close_aof();
+            // Everything is on disk now: replies that waited for it go before the close.
+            self.touched.append(&mut self.held);
+            self.release_replies();
+        }
+        for client in self.server.clients.values() {
+            let _ = client.tx.send(ClientOutput::Close(Vec::new()));
+        }
+        log::warning("Vermilion is now ready to exit, bye bye...");
+    }
+}
