@@ -16,6 +16,7 @@
 //!
 //! See docs/ARCHITECTURE.md for the invariants.
 
+pub mod acl;
 pub mod aof;
 pub mod clock;
 pub mod commands;

@@ -54,6 +54,12 @@ async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: Execut
         limits.connected.fetch_sub(1, Ordering::Relaxed);
         return;
     }
+    // Protected mode: with no password for the default user, only loopback clients.
+    if limits.protected.load(Ordering::Relaxed) && !peer.ip().is_loopback() && !is_mapped_loopback(&peer) {
+        let _ = sock.write_all(PROTECTED_MODE_DENIED).await;
+        limits.connected.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
     let _ = sock.set_nodelay(true);
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let (tx, mut rx) = unbounded_channel();
@@ -72,6 +78,17 @@ async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: Execut
     let _ = exec.tx.send(Request::Disconnect { id });
     limits.connected.fetch_sub(1, Ordering::Relaxed);
 }
+
+/// An IPv4 loopback address seen through an IPv6 socket (`::ffff:127.0.0.1`).
+fn is_mapped_loopback(peer: &SocketAddr) -> bool {
+    match peer.ip() {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        std::net::IpAddr::V4(_) => false,
+    }
+}
+
+/// Redis 7.0's text, sent on accept before the connection is closed.
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 async fn run_connection(
     sock: &mut TcpStream,
@@ -95,7 +112,11 @@ async fn run_connection(
                 match out {
                     Some(ClientOutput::Replies(bytes)) => {
                         let ok = writer.write_all(&bytes).await.is_ok();
-                        flags.task_pending.fetch_sub(bytes.len() as u64, Ordering::AcqRel);
+                        let n = bytes.len() as u64;
+                        let left = flags.task_pending.fetch_sub(n, Ordering::AcqRel) - n;
+                        if left < crate::executor::OUTPUT_LOW_WATER && flags.throttled.swap(false, Ordering::AcqRel) {
+                            let _ = exec.tx.send(Request::Drained { id });
+                        }
                         if !ok {
                             return;
                         }

@@ -38,6 +38,8 @@ pub struct SharedLimits {
     /// Whether a password is set: a new connection starts unauthenticated only then, and the
     /// connection task must know before its first read (it picks the frame limits).
     pub auth_required: AtomicBool,
+    /// Protected mode is on and the default user has no password: only loopback clients.
+    pub protected: AtomicBool,
     /// The dataset is being loaded: connection tasks answer LOADING.
     pub loading: AtomicBool,
     /// Loading progress, for INFO during loading (answered by the connection tasks).
@@ -68,6 +70,7 @@ impl SharedLimits {
             maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
             connected: AtomicU64::new(0),
             auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
+            protected: AtomicBool::new(false),
             // Set from the start when there is a log to load: connections accepted before
             // the executor begins loading must already get LOADING, not wait behind it.
             loading: AtomicBool::new(config.get("appendonly") == "yes"),
@@ -81,7 +84,6 @@ impl SharedLimits {
         self.proto_max_bulk_len.store(config.get_int("proto-max-bulk-len"), Ordering::Relaxed);
         self.client_query_buffer_limit.store(config.get_int("client-query-buffer-limit") as u64, Ordering::Relaxed);
         self.maxclients.store(config.get_int("maxclients") as u64, Ordering::Relaxed);
-        self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
     }
 }
 
@@ -103,6 +105,9 @@ pub struct ConnFlags {
     /// The connection is a replica's (after PSYNC): the task never answers it by itself,
     /// since its output is the replication stream.
     pub replica: AtomicBool,
+    /// The executor holds this client's pipeline until its queued replies drain: the task
+    /// sends `Request::Drained` when they fall below the low water mark.
+    pub throttled: AtomicBool,
 }
 
 /// One connected client, as the executor sees it.
@@ -115,6 +120,10 @@ pub struct Client {
     pub proto: ProtocolVersion,
     pub authenticated: bool,
     pub user: String,
+    /// An internal client (the log loader, the replication stream): no ACL checks.
+    pub superuser: bool,
+    /// EXEC is running this client's queued commands.
+    pub in_exec: bool,
     pub created: Instant,
     /// Wall-clock ms of the last batch (the executor's batch clock: no extra clock read).
     pub last_interaction_ms: i64,
@@ -193,6 +202,13 @@ pub struct Blocked {
     pub protocol_error: Option<String>,
 }
 
+impl Blocked {
+    /// A batch held at `cmds[index]` on no key and with no deadline (a pause, a full output).
+    pub fn held(cmds: Vec<Vec<Bytes>>, index: usize, db: usize, protocol_error: Option<String>) -> Self {
+        Blocked { cmds, index, db, keys: Vec::new(), deadline_ms: None, timeout_reply: crate::protocol::Reply::NoReply, protocol_error }
+    }
+}
+
 impl Client {
     pub fn new(
         id: ClientId,
@@ -213,6 +229,8 @@ impl Client {
             proto: ProtocolVersion::Resp2,
             authenticated,
             user: "default".into(),
+            superuser: false,
+            in_exec: false,
             created: now,
             last_interaction_ms: crate::clock::now_ms(),
             last_cmd: "NULL",
@@ -387,6 +405,8 @@ pub struct ServerState {
     /// (`min-replicas-to-write`, `min-replicas-max-lag`).
     pub replica_read_only: bool,
     pub replica_serve_stale: bool,
+    /// Users and permissions (ACL).
+    pub acl: crate::acl::Acl,
     pub min_replicas: (usize, i64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
@@ -475,6 +495,7 @@ impl ServerState {
             output_hard_limits: (0, 0, 0),
             replica_read_only: true,
             replica_serve_stale: true,
+            acl: crate::acl::Acl::default(),
             min_replicas: (0, 10),
             notifications: Vec::new(),
             active_expire_enabled: true,
@@ -482,7 +503,61 @@ impl ServerState {
             script_watch,
         };
         state.config_changed();
+        state.load_acl_at_startup();
         state
+    }
+
+    /// Users from `requirepass`, the config file's `user` lines and the ACL file; a bad one
+    /// stops the server, as in Redis.
+    fn load_acl_at_startup(&mut self) {
+        let requirepass = self.config.get("requirepass").to_string();
+        self.acl.set_requirepass(&requirepass);
+        let all_channels = self.config.get("acl-pubsub-default") == "allchannels";
+        let aclfile = self.config.get("aclfile").to_string();
+        let result = if !aclfile.is_empty() {
+            if !self.config.users.is_empty() {
+                Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".to_string())
+            } else {
+                match std::fs::read_to_string(&aclfile) {
+                    Ok(text) => self.acl.load_file_text(&aclfile, &text, all_channels),
+                    Err(e) => Err(format!("Error loading ACLs, opening file '{aclfile}': {e}")),
+                }
+            }
+        } else if !self.config.users.is_empty() {
+            let text: String = self.config.users.iter().map(|u| format!("user {u}\n")).collect();
+            let mut acl = crate::acl::Acl::default();
+            acl.set_requirepass(&requirepass);
+            let r = acl.load_file_text("redis.conf", &text, all_channels);
+            if r.is_ok() {
+                // The config's default user, when given, wins over requirepass.
+                if !self.config.users.iter().any(|u| u.split_whitespace().next() == Some("default")) {
+                    let default = self.acl.users.get("default").cloned();
+                    acl.users.extend(default.map(|d| ("default".to_string(), d)));
+                }
+                self.acl = acl;
+            }
+            r
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result {
+            crate::log::warning(&format!("Aborting Redis startup because of ACL errors: {e}"));
+            std::process::exit(1);
+        }
+        self.acl_changed();
+    }
+
+    /// After any change of users: whether new connections must AUTH, and the clients of
+    /// deleted users are disconnected (after this batch).
+    pub fn acl_changed(&mut self) {
+        self.acl.all_unrestricted = self.acl.users.values().all(|u| u.unrestricted);
+        let open = self.acl.default_needs_no_auth();
+        let nopass = self.acl.users.get("default").is_some_and(|u| u.nopass);
+        self.limits.protected.store(self.config.get("protected-mode") == "yes" && nopass, Ordering::Relaxed);
+        self.limits.auth_required.store(!open, Ordering::Relaxed);
+        let gone: Vec<ClientId> =
+            self.clients.values().filter(|c| !c.superuser && !self.acl.users.contains_key(&c.user)).map(|c| c.id).collect();
+        self.kill_list.extend(gone);
     }
 
     /// A pseudo-random u64 (xorshift; for sampling, not for secrets).

@@ -54,10 +54,23 @@ pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Checks a username/password pair against the default user (the only user until ACLs).
-fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    let required = ctx.server.config.get("requirepass");
-    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
+/// Checks a username/password pair; a failure goes to the ACL log, as in Redis.
+/// `command` is the name as the client typed it (the log's object, as in Redis).
+fn check_credentials(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]) -> bool {
+    if ctx.server.acl.authenticate(user, pass) {
+        return true;
+    }
+    let username = String::from_utf8_lossy(user).into_owned();
+    log_denial(ctx, "auth", "toplevel", String::from_utf8_lossy(command).into_owned(), username);
+    false
+}
+
+/// Adds an ACL LOG entry for the running client.
+pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: String, username: String) {
+    let entry =
+        crate::acl::LogEntry { count: 1, reason, context, object, username, ctime_ms: ctx.now_ms, client_info: client_line(ctx.client) };
+    let max = ctx.server.config.get_int("acllog-max-len").max(0) as usize;
+    ctx.server.acl.log_denial(entry, max);
 }
 
 /// ```text
@@ -68,12 +81,12 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Err(CmdError::Syntax);
     }
     let (user, pass): (&[u8], &[u8]) = if args.len() == 2 { (b"default", &args[1]) } else { (&args[1], &args[2]) };
-    if args.len() == 2 && ctx.server.config.get("requirepass").is_empty() {
+    if args.len() == 2 && ctx.server.acl.users.get("default").is_some_and(|u| u.nopass) {
         return Err(CmdError::other(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
     }
-    if check_credentials(ctx, user, pass) {
+    if check_credentials(ctx, &args[0], user, pass) {
         ctx.client.set_authenticated(true);
         ctx.client.user = String::from_utf8_lossy(user).into_owned();
         Ok(Reply::OK)
@@ -111,7 +124,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
     }
     if let Some((user, pass)) = &auth {
-        if !check_credentials(ctx, user, pass) {
+        if !check_credentials(ctx, &args[0], user, pass) {
             return Err(CmdError::other(WRONGPASS));
         }
         ctx.client.set_authenticated(true);
@@ -149,7 +162,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     client.db = 0;
     client.proto = ProtocolVersion::Resp2;
     client.name = None;
-    let authed = ctx.server.config.get("requirepass").is_empty();
+    let authed = ctx.server.acl.default_needs_no_auth();
     client.set_authenticated(authed);
     client.user = "default".into();
     Ok(Reply::status("RESET"))
@@ -192,7 +205,7 @@ fn client_type(c: &Client) -> &'static str {
 }
 
 /// One CLIENT LIST line, in Redis 7.0's field order.
-fn client_line(c: &Client) -> String {
+pub fn client_line(c: &Client) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = (crate::clock::now_ms() - c.last_interaction_ms).max(0) / 1000;
     let qbuf = c.flags.qbuf.load(Ordering::Relaxed);

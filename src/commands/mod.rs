@@ -6,8 +6,9 @@
 //! `Result<Reply, CmdError>`; the error maps to Redis's code word in one place.
 
 mod access;
+mod acl;
 mod bitmaps;
-mod connection;
+pub mod connection;
 mod error;
 mod geo;
 mod hashes;
@@ -15,6 +16,7 @@ mod help;
 mod hll;
 mod introspection;
 mod keys;
+pub mod keyspec;
 mod lists;
 pub mod pubsub;
 mod replication;

@@ -42,6 +42,8 @@ pub struct Config {
     pub notify_flags: u32,
     /// The config file given on the command line, if any (absolute).
     pub config_file: Option<PathBuf>,
+    /// `user` directives (name and rules), turned into ACL users at startup.
+    pub users: Vec<String>,
 }
 
 /// Why a value was refused: Redis's reason text (after "argument ...").
@@ -59,7 +61,7 @@ impl Config {
         if let Some(i) = Self::index("dir") {
             values[i] = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
         }
-        Config { values, config_file: None, notify_flags: 0 }
+        Config { values, config_file: None, notify_flags: 0, users: Vec::new() }
     }
 
     fn index(name: &str) -> Option<usize> {
@@ -190,8 +192,12 @@ impl Config {
                     self.load_text(&content)?;
                     continue;
                 }
+                "user" => {
+                    self.users.push(values.join(" "));
+                    continue;
+                }
                 // Accepted for compatibility; these have no effect here yet.
-                "rename-command" | "user" | "loadmodule" | "sentinel" => continue,
+                "rename-command" | "loadmodule" | "sentinel" => continue,
                 _ => {}
             }
             let mut value = values.join(" ");

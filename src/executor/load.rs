@@ -209,6 +209,7 @@ impl Executor {
         let mut c =
             Client::new(u64::MAX, "aof-loader".into(), String::new(), tx, std::sync::Arc::new(crate::state::ConnFlags::default()), true);
         c.deny_blocking = true;
+        c.superuser = true;
         c
     }
 

@@ -59,6 +59,10 @@ pub enum Request {
     Disconnect {
         id: ClientId,
     },
+    /// A throttled client's queued replies drained below the low water mark.
+    Drained {
+        id: ClientId,
+    },
     /// SIGTERM/SIGINT.
     Signal {
         name: &'static str,
@@ -106,6 +110,12 @@ pub struct ExecutorHandle {
     pub script_watch: Arc<crate::scripting::ScriptWatch>,
 }
 
+/// Unsent reply bytes past which a client's pipeline waits for its output to drain, and
+/// below which it goes on; and the batch output size from which the check is made.
+pub const OUTPUT_HIGH_WATER: u64 = 32 * 1024 * 1024;
+pub const OUTPUT_LOW_WATER: u64 = 8 * 1024 * 1024;
+const OUTPUT_CHECK: usize = 1024 * 1024;
+
 /// All the state; lives on the executor thread.
 pub struct Executor {
     pub ks: Keyspace,
@@ -123,6 +133,8 @@ pub struct Executor {
     expired_notified: usize,
     /// Clients held by CLIENT PAUSE, in the order they stopped.
     postponed: VecDeque<ClientId>,
+    /// Clients whose pipelines wait for their output to drain (see `throttle`).
+    throttled: Vec<ClientId>,
     /// Requests, readable from inside a busy script (`None` when driven without a channel,
     /// as benches do).
     inbox: Option<std::rc::Rc<inbox::Inbox>>,
@@ -196,6 +208,7 @@ impl Executor {
             timeouts: BTreeSet::new(),
             expired_seen: 0,
             postponed: VecDeque::new(),
+            throttled: Vec::new(),
             expired_notified: 0,
             last_script_outcome: None,
             inbox: None,
@@ -294,6 +307,10 @@ impl Executor {
                 self.resume_postponed();
                 self.release_replies();
             }
+            if !self.throttled.is_empty() {
+                self.resume_throttled();
+                self.release_replies();
+            }
             if self.server.shutdown.is_some() {
                 self.shutdown();
                 return;
@@ -324,7 +341,7 @@ impl Executor {
     pub fn handle(&mut self, req: Request) {
         match req {
             Request::Connect { id, addr, laddr, tx, flags, sock } => {
-                let authed = self.server.config.get("requirepass").is_empty();
+                let authed = self.server.acl.default_needs_no_auth();
                 self.server.stats.total_connections_received += 1;
                 if let Some(inbox) = &self.inbox {
                     inbox.connected(id, tx.clone(), flags.clone());
@@ -336,6 +353,8 @@ impl Executor {
             Request::Disconnect { id } => {
                 self.remove_client(id);
             }
+            // Handled by the loop's check of throttled clients after every request.
+            Request::Drained { .. } => {}
             Request::Commands { id, cmds, protocol_error } => {
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     return;
@@ -403,6 +422,12 @@ impl Executor {
             self.emit(client, &reply);
             // CLIENT REPLY SKIP silences exactly the command after it.
             client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+            // A client that pipelines without reading: once its unsent replies pass the high
+            // water mark, the rest of its batch waits until they drain.
+            if client.out.len() >= OUTPUT_CHECK && i + 1 < cmds.len() && self.output_backlogged(client) {
+                self.throttle(client, cmds, i + 1, protocol_error);
+                return;
+            }
         }
         if let Some(err) = protocol_error {
             encode_reply(&Reply::Error(format!("ERR {err}").into()), client.proto, &mut client.out);
@@ -447,16 +472,46 @@ impl Executor {
     /// Holds a client at `cmds[index]` until the pause ends.
     fn postpone(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
         self.send_early(client);
-        client.blocked = Some(crate::state::Blocked {
-            cmds,
-            index,
-            db: client.db,
-            keys: Vec::new(),
-            deadline_ms: None,
-            timeout_reply: Reply::NoReply,
-            protocol_error,
-        });
+        client.blocked = Some(crate::state::Blocked::held(cmds, index, client.db, protocol_error));
         self.postponed.push_back(client.id);
+    }
+
+    /// Sends what the client's batch has answered so far and tells whether the replies not
+    /// yet written to its socket are over the high water mark. The connection task is asked
+    /// (`ConnFlags::throttled`) to say when they drain, before the check, so no drain is missed.
+    fn output_backlogged(&mut self, client: &mut Client) -> bool {
+        self.send_early(client);
+        client.flags.throttled.store(true, std::sync::atomic::Ordering::Release);
+        let pending = client.out.len() as u64 + client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire);
+        if pending < OUTPUT_HIGH_WATER {
+            client.flags.throttled.store(false, std::sync::atomic::Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// Holds a client at `cmds[index]` until its output drains (see `output_backlogged`).
+    fn throttle(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
+        client.blocked = Some(crate::state::Blocked::held(cmds, index, client.db, protocol_error));
+        self.throttled.push(client.id);
+    }
+
+    /// Throttled clients whose output drained below the low water mark go on.
+    fn resume_throttled(&mut self) {
+        let ids = std::mem::take(&mut self.throttled);
+        for id in ids {
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            let pending = client.out.len() as u64 + client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire);
+            if pending >= OUTPUT_LOW_WATER {
+                client.flags.throttled.store(true, std::sync::atomic::Ordering::Release);
+                self.throttled.push(id);
+            } else if let Some(b) = client.blocked.take() {
+                client.db = b.db;
+                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error);
+                self.finish_step(&mut client);
+            }
+            self.server.clients.insert(id, client);
+        }
     }
 
     /// After a pause ends: the postponed clients go on, in the order they stopped.
@@ -494,6 +549,7 @@ impl Executor {
         commands::pubsub::unsubscribe_all(&mut ctx);
         self.server.monitors.retain(|m| *m != id);
         self.postponed.retain(|p| *p != id);
+        self.throttled.retain(|p| *p != id);
         self.forget_replica(id);
         Some(client)
     }
@@ -546,6 +602,12 @@ impl Executor {
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
             self.server.stats.command(cmd.id).rejected_calls += 1;
             return Self::reject(client, Reply::error("NOAUTH Authentication required."));
+        }
+        if let Err(refusal) = self.acl_check(client, cmd, args) {
+            if client.multi.is_some() {
+                client.multi_dirty = true;
+            }
+            return Self::reject(client, refusal);
         }
         if client.in_subscribed_mode()
             && !matches!(
@@ -717,6 +779,56 @@ impl Executor {
     }
 
     /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
+    /// Checks the client's user may run `args` (command, keys, channels); a refusal is
+    /// logged (ACL LOG) and answered with Redis's text for where it happened.
+    pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
+        if client.superuser || self.server.acl.all_unrestricted {
+            return Ok(());
+        }
+        let denied = match self.server.acl.users.get(&client.user) {
+            Some(user) => match user.check(cmd, args) {
+                Ok(()) => return Ok(()),
+                Err(d) => d,
+            },
+            None => crate::acl::Denied::Command,
+        };
+        let (context, text) = if client.in_script {
+            let text = match denied {
+                crate::acl::Denied::Command => "ERR The user executing the script can't run this command or subcommand",
+                crate::acl::Denied::Key(_) => {
+                    "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+                }
+                crate::acl::Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
+            };
+            ("lua", text.to_string())
+        } else if client.in_exec {
+            let reason = match denied {
+                crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+                crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+                crate::acl::Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+            };
+            ("multi", format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"))
+        } else {
+            let text = match denied {
+                crate::acl::Denied::Command => format!("NOPERM this user has no permissions to run the '{}' command", cmd.name),
+                crate::acl::Denied::Key(_) => "NOPERM this user has no permissions to access one of the keys used as arguments".into(),
+                crate::acl::Denied::Channel(_) => {
+                    "NOPERM this user has no permissions to access one of the channels used as arguments".into()
+                }
+            };
+            (if client.multi.is_some() { "multi" } else { "toplevel" }, text)
+        };
+        let (reason, object) = match denied {
+            crate::acl::Denied::Command => ("command", cmd.name.to_string()),
+            crate::acl::Denied::Key(i) => ("key", String::from_utf8_lossy(&args[i]).into_owned()),
+            crate::acl::Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
+        };
+        let username = client.user.clone();
+        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        commands::connection::log_denial(&mut ctx, reason, context, object, username);
+        Err(Reply::Error(text.into()))
+    }
+
     /// one thread) and answers their replies as one array; or EXECABORT / a null array.
     fn exec_transaction(&mut self, client: &mut Client) -> Reply {
         let queued = client.multi.take().unwrap_or_default();
@@ -731,6 +843,7 @@ impl Executor {
             Reply::NilArray
         } else {
             client.deny_blocking = true;
+            client.in_exec = true;
             let mut replies = Vec::with_capacity(queued.len());
             for args in &queued {
                 let mut r = self.execute(client, args);
@@ -741,6 +854,7 @@ impl Executor {
                 replies.push(r);
             }
             client.deny_blocking = false;
+            client.in_exec = false;
             Reply::Array(replies)
         };
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };

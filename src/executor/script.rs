@@ -136,6 +136,9 @@ impl ScriptHost for ScriptBridge<'_> {
         if cmd.has(Flag::NoScript) {
             return Reply::error("ERR This Redis command is not allowed from script");
         }
+        if let Err(refusal) = self.exec.acl_check(self.client, cmd, &argv) {
+            return refusal;
+        }
         let write = cmd.has(Flag::Write);
         if write && self.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
