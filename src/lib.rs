@@ -31,6 +31,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod state;
+pub mod tls;
 pub mod util;
 
 /// The version reported in logs and INFO.

@@ -10,17 +10,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::unbounded_channel;
+use tokio_rustls::TlsAcceptor;
 
 use crate::executor::{ExecutorHandle, Request};
 use crate::log;
 use crate::protocol::{DecodeLimits, RequestDecoder};
 use crate::state::{ClientOutput, ConnFlags};
 
+/// A listening socket, plain or TLS (`tls-port`).
+pub struct Listener {
+    pub socket: TcpListener,
+    pub tls: Option<TlsAcceptor>,
+}
+
 /// Accepts connections on every listener until the process ends.
-pub async fn serve(listeners: Vec<TcpListener>, exec: ExecutorHandle) {
+pub async fn serve(listeners: Vec<Listener>, exec: ExecutorHandle) {
     let next_id = Arc::new(AtomicU64::new(1));
     let mut tasks = Vec::new();
     for listener in listeners {
@@ -28,10 +35,10 @@ pub async fn serve(listeners: Vec<TcpListener>, exec: ExecutorHandle) {
         let next_id = next_id.clone();
         tasks.push(tokio::spawn(async move {
             loop {
-                match listener.accept().await {
+                match listener.socket.accept().await {
                     Ok((sock, peer)) => {
                         let id = next_id.fetch_add(1, Ordering::Relaxed);
-                        tokio::spawn(connection(sock, peer, id, exec.clone()));
+                        tokio::spawn(connection(sock, peer, id, exec.clone(), listener.tls.clone()));
                     }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
@@ -46,34 +53,68 @@ pub async fn serve(listeners: Vec<TcpListener>, exec: ExecutorHandle) {
     }
 }
 
-async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: ExecutorHandle) {
+/// A TLS handshake that takes longer than this is dropped (it holds a connection slot).
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: ExecutorHandle, tls: Option<TlsAcceptor>) {
+    let _ = sock.set_nodelay(true);
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let Some(acceptor) = tls else {
+        // The executor writes replies itself through a duplicate of the socket (non-blocking,
+        // like the original); the task writes only what would have blocked.
+        let dup = {
+            use std::os::fd::AsFd;
+            sock.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from)
+        };
+        let (reader, writer) = sock.split();
+        return client(reader, writer, dup, peer, laddr, id, exec).await;
+    };
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
+        Ok(Ok(stream)) => {
+            // Encrypted bytes: every reply goes through the task.
+            let (reader, writer) = tokio::io::split(stream);
+            client(reader, writer, None, peer, laddr, id, exec).await;
+        }
+        Ok(Err(e)) => log::verbose(&format!("Error accepting a client connection: {e} (addr={peer} laddr={laddr})")),
+        Err(_) => log::verbose(&format!("TLS handshake timed out (addr={peer})")),
+    }
+}
+
+/// One client connection, whatever carries it: the limits checked on accept, then the
+/// request/reply loop.
+async fn client<R, W>(
+    reader: R,
+    mut writer: W,
+    dup: Option<std::net::TcpStream>,
+    peer: SocketAddr,
+    laddr: String,
+    id: u64,
+    exec: ExecutorHandle,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let limits = exec.limits.clone();
     let connected = limits.connected.fetch_add(1, Ordering::Relaxed) + 1;
     if connected > limits.maxclients.load(Ordering::Relaxed) {
-        let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = writer.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = writer.flush().await;
         limits.connected.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     // Protected mode: with no password for the default user, only loopback clients.
     if limits.protected.load(Ordering::Relaxed) && !peer.ip().is_loopback() && !is_mapped_loopback(&peer) {
-        let _ = sock.write_all(PROTECTED_MODE_DENIED).await;
+        let _ = writer.write_all(PROTECTED_MODE_DENIED).await;
+        let _ = writer.flush().await;
         limits.connected.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    let _ = sock.set_nodelay(true);
-    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let (tx, mut rx) = unbounded_channel();
     let flags = Arc::new(ConnFlags::default());
     flags.authenticated.store(!limits.auth_required.load(Ordering::Relaxed), Ordering::Relaxed);
-    // The executor writes replies itself through a duplicate of the socket (non-blocking,
-    // like the original); the task writes only what would have blocked.
-    let dup = {
-        use std::os::fd::AsFd;
-        sock.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from)
-    };
     let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone(), sock: dup };
     if exec.tx.send(connect).is_ok() {
-        run_connection(&mut sock, id, &exec, &mut rx, &flags).await;
+        run_connection(reader, writer, id, &exec, &mut rx, &flags).await;
     }
     let _ = exec.tx.send(Request::Disconnect { id });
     limits.connected.fetch_sub(1, Ordering::Relaxed);
@@ -90,14 +131,17 @@ fn is_mapped_loopback(peer: &SocketAddr) -> bool {
 /// Redis 7.0's text, sent on accept before the connection is closed.
 const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-async fn run_connection(
-    sock: &mut TcpStream,
+async fn run_connection<R, W>(
+    mut reader: R,
+    mut writer: W,
     id: u64,
     exec: &ExecutorHandle,
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<ClientOutput>,
     flags: &ConnFlags,
-) {
-    let (mut reader, mut writer) = sock.split();
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut decoder = RequestDecoder::new();
     // After a protocol error the last batch is on its way: read nothing more.
@@ -111,7 +155,8 @@ async fn run_connection(
             out = rx.recv() => {
                 match out {
                     Some(ClientOutput::Replies(bytes)) => {
-                        let ok = writer.write_all(&bytes).await.is_ok();
+                        // flush: a TLS stream may hold encrypted bytes back (no-op on TCP).
+                        let ok = writer.write_all(&bytes).await.is_ok() && writer.flush().await.is_ok();
                         let n = bytes.len() as u64;
                         let left = flags.task_pending.fetch_sub(n, Ordering::AcqRel) - n;
                         if left < crate::executor::OUTPUT_LOW_WATER && flags.throttled.swap(false, Ordering::AcqRel) {
@@ -145,7 +190,7 @@ async fn run_connection(
                 match dispatch(&mut buf, &mut decoder, id, exec, flags) {
                     Dispatch::Sent { last } => closing = last,
                     Dispatch::Answered(bytes) => {
-                        if writer.write_all(&bytes).await.is_err() {
+                        if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                             return;
                         }
                     }
@@ -158,7 +203,7 @@ async fn run_connection(
 }
 
 /// Writes a replication stream job: `head`, then each file range, in order.
-async fn send_stream(writer: &mut tokio::net::tcp::WriteHalf<'_>, head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)>) -> bool {
+async fn send_stream<W: AsyncWrite + Unpin>(writer: &mut W, head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)>) -> bool {
     use tokio::io::AsyncSeekExt;
     if writer.write_all(&head).await.is_err() {
         return false;
@@ -174,7 +219,7 @@ async fn send_stream(writer: &mut tokio::net::tcp::WriteHalf<'_>, head: Vec<u8>,
             _ => return false,
         }
     }
-    true
+    writer.flush().await.is_ok()
 }
 
 /// Batches a connection may have in flight before it stops reading (backpressure for

@@ -400,22 +400,7 @@ fn acl_file_load_save_and_config_users() {
 
     // A bad ACL file stops the server at startup, as in Redis.
     std::fs::write(&path, "user x on +nosuch\n").unwrap();
-    let mut child = std::process::Command::new(common::vermilion_bin())
-        .args(["--port", &common::free_port().to_string(), "--aclfile", &path_s])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = Server::exit_status_at_startup(&["--aclfile", &path_s]);
     assert!(status.is_some_and(|s| !s.success()), "a server with a bad ACL file must stop at once: {status:?}");
 }
 

@@ -40,6 +40,7 @@ ENUMS = {
     "acl-pubsub-default": ["allchannels", "resetchannels"],
     "syslog-facility": ["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"],
     "sanitize-dump-payload": ["no", "yes", "clients"],
+    "tls-auth-clients": ["no", "yes", "optional"],
 }
 RANGES = {"port": (0, 65535), "tls-port": (0, 65535), "databases": (1, 2147483647), "hz": (0, 2147483647),
           "list-max-listpack-size": (-2147483648, 2147483647), "maxclients": (1, 2147483647),

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use vermilion::config::Config;
 use vermilion::executor::{Executor, Request};
 use vermilion::log;
+use vermilion::server::Listener;
 
 extern "C" {
     fn signal(signum: i32, handler: usize) -> usize;
@@ -73,7 +74,32 @@ fn main() {
         use tokio::signal::unix::{signal, SignalKind};
         (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     });
-    let listeners = runtime.block_on(async { bind_all(&binds, port as u16).await });
+    let tls_port = config.get_int("tls-port");
+    let tls = if tls_port > 0 {
+        match vermilion::tls::acceptor(&config) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                log::warning(&format!("Failed to configure TLS: {e}"));
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
+    let listeners = runtime.block_on(async {
+        let mut out = Vec::new();
+        if port > 0 {
+            out.extend(bind_all(&binds, port as u16).await?.into_iter().map(|socket| Listener { socket, tls: None }));
+        }
+        if let Some(acceptor) = &tls {
+            let bound = bind_all(&binds, tls_port as u16).await?;
+            out.extend(bound.into_iter().map(|socket| Listener { socket, tls: Some(acceptor.clone()) }));
+        }
+        if out.is_empty() {
+            return Err("Configured to not listen anywhere, exiting.".to_string());
+        }
+        Ok(out)
+    });
     let listeners = match listeners {
         Ok(l) => l,
         Err(e) => {

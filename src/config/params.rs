@@ -153,7 +153,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "tcp-backlog", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "511", mutable: false },
     Param { name: "tcp-keepalive", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "300", mutable: true },
     Param { name: "timeout", aliases: &[], kind: Kind::Int(0, 2147483647), default: "0", mutable: true },
-    Param { name: "tls-auth-clients", aliases: &[], kind: Kind::Bool, default: "yes", mutable: true },
+    Param { name: "tls-auth-clients", aliases: &[], kind: Kind::Enum(&["no", "yes", "optional"]), default: "yes", mutable: true },
     Param { name: "tls-ca-cert-dir", aliases: &[], kind: Kind::Str, default: "", mutable: true },
     Param { name: "tls-ca-cert-file", aliases: &[], kind: Kind::Str, default: "", mutable: true },
     Param { name: "tls-cert-file", aliases: &[], kind: Kind::Str, default: "", mutable: true },

@@ -419,16 +419,18 @@ impl Executor {
             Some(a) => a.dir.file(&format!("temp-{}.replica-sync-{id}.vsnap", a.dir.prefix)),
             None => PathBuf::from(format!("temp-replica-sync-{}-{id}.vsnap", std::process::id())),
         };
+        let tls = self.server.config.get("tls-replication") == "yes";
         let cfg = replication::link::LinkConfig {
             id,
             host: host.clone(),
             port,
             masterauth: self.server.config.get("masterauth").to_string(),
             masteruser: self.server.config.get("masteruser").to_string(),
-            listening_port: self.server.config.get_int("port").clamp(0, 65535) as u16,
+            listening_port: self.server.config.get_int(if tls { "tls-port" } else { "port" }).clamp(0, 65535) as u16,
             sync_file,
             timeout: std::time::Duration::from_secs(self.server.config.get_int("repl-timeout").max(1) as u64),
             resume: resume.clone(),
+            tls: tls.then(|| crate::tls::connector(&self.server.config).map(replication::link::LinkTls)),
         };
         let tx = self.wake_tx.clone().ok_or("ERR the executor has no request channel")?;
         rt.spawn(replication::link::run(cfg, shared.clone(), tx));

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{LinkShared, LINK_CONNECT, LINK_CONNECTED, LINK_CONNECTING, LINK_SYNC};
@@ -35,7 +35,24 @@ pub struct LinkConfig {
     pub timeout: Duration,
     /// What the first PSYNC asks for: (replication id, offset), or a full sync.
     pub resume: Option<(String, u64)>,
+    /// `tls-replication yes`: the connector, or why it could not be built.
+    pub tls: Option<Result<LinkTls, String>>,
 }
+
+/// The TLS connector of a link (a newtype: the connector has no Debug).
+#[derive(Clone)]
+pub struct LinkTls(pub tokio_rustls::TlsConnector);
+
+impl std::fmt::Debug for LinkTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LinkTls")
+    }
+}
+
+/// The link's connection, plain or TLS.
+trait LinkIo: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> LinkIo for T {}
+type Sock = Box<dyn LinkIo>;
 
 /// Stream bytes handed to the executor and not applied yet, above which the link stops
 /// reading (the primary's output limit for this replica then applies).
@@ -83,12 +100,24 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) 
 /// One connection: handshake, sync, stream. Returns when the connection ends.
 async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, resume: &Option<(String, u64)>) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
-    let mut sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
+    let sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
         Err(_) => return Err("Timeout connecting to the MASTER...".into()),
     };
     let _ = sock.set_nodelay(true);
+    let mut sock: Sock = match &cfg.tls {
+        None => Box::new(sock),
+        Some(Err(e)) => return Err(format!("TLS configuration: {e}")),
+        Some(Ok(LinkTls(connector))) => {
+            let name = crate::tls::server_name(&cfg.host)?;
+            match tokio::time::timeout(cfg.timeout, connector.connect(name, sock)).await {
+                Ok(Ok(s)) => Box::new(s),
+                Ok(Err(e)) => return Err(format!("TLS handshake with MASTER: {e}")),
+                Err(_) => return Err("Timeout in the TLS handshake with the MASTER...".into()),
+            }
+        }
+    };
     // A reconnect asked for during the last connection is this one.
     shared.reconnect.store(false, Ordering::Release);
     log::notice("MASTER <-> REPLICA sync started");
@@ -157,15 +186,16 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, re
 }
 
 /// Sends one command and reads its one-line reply.
-async fn command(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig, argv: &[&str]) -> Result<String, String> {
+async fn command(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig, argv: &[&str]) -> Result<String, String> {
     let mut out = Vec::new();
     format::encode_command(&mut out, argv);
     sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
+    sock.flush().await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
     read_line(sock, buf, cfg).await
 }
 
 /// Reads one reply line, skipping the bare newlines a primary sends as keepalives.
-async fn read_line(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<String, String> {
+async fn read_line(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<String, String> {
     loop {
         while buf.first() == Some(&b'\n') {
             buf.advance(1);
@@ -182,7 +212,7 @@ async fn read_line(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -
     }
 }
 
-async fn fill(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<(), String> {
+async fn fill(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<(), String> {
     buf.reserve(64 * 1024);
     match tokio::time::timeout(cfg.timeout, sock.read_buf(buf)).await {
         Ok(Ok(0)) => Err("Connection closed by MASTER".into()),
@@ -193,7 +223,7 @@ async fn fill(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig) -> Res
 }
 
 /// The snapshot of a full sync: `$<len>\r\n` and that many bytes, written to `sync_file`.
-async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkConfig, shared: &LinkShared) -> Result<(), String> {
+async fn receive_snapshot(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig, shared: &LinkShared) -> Result<(), String> {
     let header = read_line(sock, buf, cfg).await?;
     let Some(len) = header.strip_prefix('$').and_then(|l| l.parse::<u64>().ok()) else {
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')"));
@@ -228,7 +258,7 @@ async fn receive_snapshot(sock: &mut TcpStream, buf: &mut BytesMut, cfg: &LinkCo
 /// starts at (`next`); acknowledgements go back every second, and as soon as what preceded an
 /// acknowledgement request (a bare newline) is applied.
 async fn stream(
-    sock: &mut TcpStream,
+    sock: &mut Sock,
     buf: &mut BytesMut,
     cfg: &LinkConfig,
     shared: &LinkShared,
@@ -291,11 +321,12 @@ fn find(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Sends REPLCONF ACK with the offset applied and written.
-async fn ack(sock: &mut TcpStream, shared: &LinkShared) -> Result<(), String> {
+async fn ack(sock: &mut Sock, shared: &LinkShared) -> Result<(), String> {
     let offset = shared.applied.load(Ordering::Acquire);
     let mut out = Vec::new();
     format::encode_command(&mut out, &["REPLCONF", "ACK", &offset.to_string()]);
-    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))
+    sock.write_all(&out).await.map_err(|e| format!("Error writing to MASTER: {e}"))?;
+    sock.flush().await.map_err(|e| format!("Error writing to MASTER: {e}"))
 }
 
 /// Hands every whole, checksum-verified segment at the front of `buf` to the executor,

@@ -96,6 +96,30 @@ impl Server {
         (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
     }
 
+    /// Runs vermilion-server with `extra` on a free port and returns its exit status if it
+    /// stops by itself within 10 s (it is killed otherwise, and `None` comes back).
+    pub fn exit_status_at_startup(extra: &[&str]) -> Option<std::process::ExitStatus> {
+        let mut child = Command::new(vermilion_bin())
+            .args(["--port", &free_port().to_string()])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run vermilion-server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Starts vermilion-server with extra environment variables (test failpoints).
     pub fn start_with_env(env: &[(&str, &str)], extra: &[&str]) -> Server {
         Self::start_binary_env(&vermilion_bin(), tempfile::tempdir().expect("tempdir"), env, extra)
