@@ -87,6 +87,23 @@ impl SharedLimits {
     }
 }
 
+/// One class of `client-output-buffer-limit`: bytes queued for a client's socket past
+/// `hard` close it at once; past `soft` for longer than `soft_ms`, too (0: no limit).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_ms: i64,
+}
+
+/// The limits of the three client classes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutputLimits {
+    pub normal: OutputLimit,
+    pub pubsub: OutputLimit,
+    pub replica: OutputLimit,
+}
+
 /// Per-connection flags the connection task reads (the executor writes them).
 #[derive(Debug, Default)]
 pub struct ConnFlags {
@@ -124,6 +141,8 @@ pub struct Client {
     pub superuser: bool,
     /// EXEC is running this client's queued commands.
     pub in_exec: bool,
+    /// Since when (ms) the client's queued output has been over its class's soft limit.
+    pub soft_limit_since_ms: Option<i64>,
     pub created: Instant,
     /// Wall-clock ms of the last batch (the executor's batch clock: no extra clock read).
     pub last_interaction_ms: i64,
@@ -231,6 +250,7 @@ impl Client {
             user: "default".into(),
             superuser: false,
             in_exec: false,
+            soft_limit_since_ms: None,
             created: now,
             last_interaction_ms: crate::clock::now_ms(),
             last_cmd: "NULL",
@@ -400,7 +420,7 @@ pub struct ServerState {
     pub busy_threshold_ms: u64,
     /// Cached from `client-output-buffer-limit`: the hard limits of the normal, pubsub and
     /// replica classes (0: none).
-    pub output_hard_limits: (u64, u64, u64),
+    pub output_limits: OutputLimits,
     /// Cached from the config: `replica-read-only`, `replica-serve-stale-data`, and
     /// (`min-replicas-to-write`, `min-replicas-max-lag`).
     pub replica_read_only: bool,
@@ -492,7 +512,7 @@ impl ServerState {
             lfu_policy: false,
             hz: 10,
             busy_threshold_ms: 5000,
-            output_hard_limits: (0, 0, 0),
+            output_limits: OutputLimits::default(),
             replica_read_only: true,
             replica_serve_stale: true,
             acl: crate::acl::Acl::default(),
@@ -577,10 +597,14 @@ impl ServerState {
         self.busy_threshold_ms = self.config.get_int("busy-reply-threshold").max(0) as u64;
         let spec = self.config.get("client-output-buffer-limit");
         let words: Vec<&str> = spec.split_whitespace().collect();
-        let hard = |class: &str| {
-            words.chunks(4).find(|c| c.len() == 4 && c[0] == class).and_then(|c| crate::config::parse_memory(c[1])).unwrap_or(0)
+        let class = |names: &[&str]| {
+            let Some(c) = words.chunks(4).filter(|c| c.len() == 4 && names.contains(&c[0])).last() else {
+                return OutputLimit::default();
+            };
+            let mem = |w: &str| crate::config::parse_memory(w).unwrap_or(0);
+            OutputLimit { hard: mem(c[1]), soft: mem(c[2]), soft_ms: c[3].parse::<i64>().unwrap_or(0).max(0) * 1000 }
         };
-        self.output_hard_limits = (hard("normal"), hard("pubsub"), hard("slave").max(hard("replica")));
+        self.output_limits = OutputLimits { normal: class(&["normal"]), pubsub: class(&["pubsub"]), replica: class(&["slave", "replica"]) };
         if let Some(b) = self.repl.backlog.as_mut() {
             b.capacity = self.config.get_int("repl-backlog-size").max(16 * 1024) as u64;
         }

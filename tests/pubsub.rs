@@ -135,3 +135,39 @@ fn a_subscriber_that_never_reads_is_disconnected() {
     let info = s(p.call(&[b"INFO", b"clients"]));
     assert!(info.contains("connected_clients:1"), "{info}");
 }
+
+/// The soft limit: over it for longer than its time, a subscriber is disconnected; over it
+/// briefly (it reads again in time), it stays. The hard limit is out of reach here.
+#[test]
+fn soft_output_limit_disconnects_after_its_time() {
+    let server = Server::start(&["--client-output-buffer-limit", "pubsub 0 1mb 1"]);
+    let mut p = server.raw();
+    let chunk = vec![b'x'; 256 * 1024];
+    // A subscriber that never reads: over 1 MB queued for more than a second.
+    let mut slow = server.raw();
+    slow.call(&[b"SUBSCRIBE", b"soft"]);
+    let start = Instant::now();
+    let mut first_zero = None;
+    while start.elapsed() < Duration::from_secs(6) {
+        if p.call(&[b"PUBLISH", b"soft", &chunk]) == b":0\r\n" {
+            first_zero = Some(start.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone_after = first_zero.expect("a subscriber over the soft limit for its time is disconnected");
+    assert!(gone_after >= Duration::from_millis(900), "disconnected after {gone_after:?}, before the soft limit's second");
+    // A subscriber that goes over the soft limit, then reads everything within the second.
+    let mut reader = server.raw();
+    reader.call(&[b"SUBSCRIBE", b"burst"]);
+    for _ in 0..16 {
+        assert_eq!(p.call(&[b"PUBLISH", b"burst", &chunk]), b":1\r\n");
+    }
+    let mut got = 0usize;
+    let want = 16 * (chunk.len() + 40);
+    while got < want - 16 * 40 {
+        got += reader.read_exact_n(64 * 1024).len();
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(p.call(&[b"PUBLISH", b"burst", b"small"]), b":1\r\n", "a subscriber that drained in time stays");
+}

@@ -181,7 +181,7 @@ impl Executor {
     /// job: one byte stands for it in `task_pending` until the task has written it).
     fn send_job(client: &mut Client, head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)>) {
         let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, 0);
+        Self::send_output(client, out, crate::state::OutputLimit::default());
         client.flags.task_pending.fetch_add(1, Ordering::AcqRel);
         let _ = client.tx.send(ClientOutput::Stream { head, parts });
     }
@@ -228,7 +228,7 @@ impl Executor {
     /// requests); a replica past its output limit is disconnected.
     pub(super) fn flush_replica_output(&mut self) {
         self.repl_flush_due = None;
-        let limit = self.server.output_hard_limits.2;
+        let limit = self.server.output_limits.replica;
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             if c.out.is_empty() {

@@ -4,14 +4,15 @@
 
 use super::Executor;
 use crate::log;
-use crate::state::{Client, ClientOutput};
+use crate::state::{Client, ClientOutput, OutputLimit};
 
 impl Executor {
     /// Writes reply bytes to the client's socket from here when nothing is queued in its
     /// task and the socket takes them; whatever is left goes through the task, in order.
-    /// Returns true when the bytes queued in the task pass the client's hard output limit
-    /// (`client-output-buffer-limit`): the caller then disconnects it, as Redis does.
-    pub(super) fn send_output(client: &mut Client, bytes: Vec<u8>, hard_limit: u64) -> bool {
+    /// Returns true when the bytes queued in the task pass the client's output limit
+    /// (`client-output-buffer-limit`: the hard one, or the soft one for longer than its
+    /// time): the caller then disconnects it, as Redis does.
+    pub(super) fn send_output(client: &mut Client, bytes: Vec<u8>, limit: OutputLimit) -> bool {
         if bytes.is_empty() {
             return false;
         }
@@ -30,13 +31,23 @@ impl Executor {
                 }
             }
         }
-        if written < bytes.len() {
-            let rest = bytes[written..].to_vec();
-            let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
-            let _ = client.tx.send(ClientOutput::Replies(rest));
-            return hard_limit > 0 && queued > hard_limit;
+        if written == bytes.len() {
+            client.soft_limit_since_ms = None;
+            return false;
         }
-        false
+        let rest = bytes[written..].to_vec();
+        let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
+        let _ = client.tx.send(ClientOutput::Replies(rest));
+        if limit.hard > 0 && queued > limit.hard {
+            return true;
+        }
+        if limit.soft == 0 || queued <= limit.soft {
+            client.soft_limit_since_ms = None;
+            return false;
+        }
+        let now = crate::clock::now_ms();
+        let since = *client.soft_limit_since_ms.get_or_insert(now);
+        now - since > limit.soft_ms
     }
 
     /// Sends what a client's batch answered so far, ahead of the batch's end (it is about to
@@ -54,19 +65,20 @@ impl Executor {
             }
         }
         let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, 0);
+        Self::send_output(client, out, OutputLimit::default());
     }
 
-    /// The hard output limit of a client's class (normal, pubsub or replica).
-    pub(super) fn output_limit(&self, client: &Client) -> u64 {
+    /// The output limits of a client's class (normal, pubsub or replica).
+    pub(super) fn output_limit(&self, client: &Client) -> OutputLimit {
+        let limits = &self.server.output_limits;
         if client.replica.is_some() {
-            return self.server.output_hard_limits.2;
+            return limits.replica;
         }
         let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
         if subscribed {
-            self.server.output_hard_limits.1
+            limits.pubsub
         } else {
-            self.server.output_hard_limits.0
+            limits.normal
         }
     }
 
