@@ -598,7 +598,7 @@ impl ServerState {
         let spec = self.config.get("client-output-buffer-limit");
         let words: Vec<&str> = spec.split_whitespace().collect();
         let class = |names: &[&str]| {
-            let Some(c) = words.chunks(4).filter(|c| c.len() == 4 && names.contains(&c[0])).last() else {
+            let Some(c) = words.chunks(4).rfind(|c| c.len() == 4 && names.contains(&c[0])) else {
                 return OutputLimit::default();
             };
             let mem = |w: &str| crate::config::parse_memory(w).unwrap_or(0);
