@@ -17,7 +17,7 @@
 
 use bytes::Bytes;
 
-use crate::db::hash::{HashLimits, HashValue};
+use crate::db::hash::HashValue;
 use crate::db::list::ListValue;
 use crate::db::set::SetValue;
 use crate::db::zset::ZSetValue;
@@ -39,20 +39,7 @@ fn cfg() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
-/// Encoding limits the loaded collections are built with (the server's configuration).
-#[derive(Debug, Clone, Copy)]
-pub struct BuildLimits {
-    pub hash: HashLimits,
-    pub max_intset: u64,
-    pub zset_entries: i64,
-    pub zset_value: i64,
-}
-
-impl Default for BuildLimits {
-    fn default() -> Self {
-        BuildLimits { hash: HashLimits::default(), max_intset: 512, zset_entries: 128, zset_value: 64 }
-    }
-}
+pub use crate::db::BuildLimits;
 
 struct Enc(Vec<u8>);
 

@@ -9,6 +9,7 @@ mod access;
 mod acl;
 mod bitmaps;
 pub mod connection;
+mod dump;
 mod error;
 mod geo;
 mod hashes;
@@ -235,6 +236,19 @@ pub fn call(cmd: &'static CommandSpec, ctx: &mut Ctx<'_>, args: &[Bytes]) -> Rep
 /// A HELP reply: one status line per text line.
 pub fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
+}
+
+/// The encoding limits of collections built in one go (snapshot loading, RESTORE).
+pub fn build_limits(c: &crate::config::Config) -> crate::db::BuildLimits {
+    crate::db::BuildLimits {
+        hash: crate::db::hash::HashLimits {
+            max_entries: c.get_int("hash-max-listpack-entries").max(0) as u64,
+            max_value: c.get_int("hash-max-listpack-value").max(0) as u64,
+        },
+        max_intset: c.get_int("set-max-intset-entries").max(0) as u64,
+        zset_entries: c.get_int("zset-max-listpack-entries"),
+        zset_value: c.get_int("zset-max-listpack-value"),
+    }
 }
 
 /// Parses an integer argument with Redis's rules.

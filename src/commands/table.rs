@@ -4,8 +4,8 @@
 
 use super::spec::{CommandSpec, Doc, Flag, Group};
 use super::{
-    acl, bitmaps, connection, geo, hashes, hll, introspection, keys, lists, pubsub, replication, scripting, server, sets, sort, strings,
-    transactions, zsets, CmdError, Ctx,
+    acl, bitmaps, connection, dump, geo, hashes, hll, introspection, keys, lists, pubsub, replication, scripting, server, sets, sort,
+    strings, transactions, zsets, CmdError, Ctx,
 };
 use crate::protocol::Reply;
 use bytes::Bytes;
@@ -1579,7 +1579,19 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(1)", doc_flags: &[],
             handler: acl::acl_help, subcommands: &[] },
         ] },
+    CommandSpec { id: 259, name: "dump", arity: 2, flags: &[Flag::ReadOnly], first_key: 1, last_key: 1, key_step: 1,
+        acl: &["@keyspace", "@read", "@slow"], tips: &["nondeterministic_output"],
+        key_specs: &[Doc::Map(&[("flags", Doc::Arr(&[Doc::Str("RO"), Doc::Str("access")])), ("begin_search", Doc::Map(&[("type", Doc::Str("index")), ("spec", Doc::Map(&[("index", Doc::Int(1))]))])), ("find_keys", Doc::Map(&[("type", Doc::Str("range")), ("spec", Doc::Map(&[("lastkey", Doc::Int(0)), ("keystep", Doc::Int(1)), ("limit", Doc::Int(0))]))]))])],
+        group: Group::Generic, summary: "Return a serialized version of the value stored at the specified key.", since: "2.6.0",
+        complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", doc_flags: &[],
+        handler: dump::dump, subcommands: &[] },
+    CommandSpec { id: 260, name: "restore", arity: -4, flags: &[Flag::Write, Flag::DenyOom], first_key: 1, last_key: 1, key_step: 1,
+        acl: &["@keyspace", "@write", "@slow", "@dangerous"], tips: &[],
+        key_specs: &[Doc::Map(&[("flags", Doc::Arr(&[Doc::Str("OW"), Doc::Str("update")])), ("begin_search", Doc::Map(&[("type", Doc::Str("index")), ("spec", Doc::Map(&[("index", Doc::Int(1))]))])), ("find_keys", Doc::Map(&[("type", Doc::Str("range")), ("spec", Doc::Map(&[("lastkey", Doc::Int(0)), ("keystep", Doc::Int(1)), ("limit", Doc::Int(0))]))]))])],
+        group: Group::Generic, summary: "Create a key using the provided serialized value, previously obtained using DUMP.", since: "2.6.0",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", doc_flags: &[],
+        handler: dump::restore, subcommands: &[] },
 ];
 
 /// Number of entries (commands and subcommands): ids are below this.
-pub const COMMAND_IDS: usize = 259;
+pub const COMMAND_IDS: usize = 261;

@@ -8,6 +8,7 @@ pub mod digest;
 pub mod evict;
 pub mod hash;
 pub mod list;
+pub mod rdb;
 pub mod set;
 mod table;
 mod value;
@@ -15,6 +16,22 @@ pub mod zset;
 
 pub use table::KeyTable;
 pub use value::{StrEncoding, StrValue, Value};
+
+/// Encoding limits that collections built in one go (from a snapshot, a DUMP payload) are
+/// given: the server's configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildLimits {
+    pub hash: hash::HashLimits,
+    pub max_intset: u64,
+    pub zset_entries: i64,
+    pub zset_value: i64,
+}
+
+impl Default for BuildLimits {
+    fn default() -> Self {
+        BuildLimits { hash: hash::HashLimits::default(), max_intset: 512, zset_entries: 128, zset_value: 64 }
+    }
+}
 
 use bytes::Bytes;
 

@@ -16,16 +16,7 @@ use crate::state::Client;
 impl Executor {
     /// How values built from a snapshot are encoded (the config's listpack and intset sizes).
     fn build_limits(&self) -> snapshot::BuildLimits {
-        let c = &self.server.config;
-        snapshot::BuildLimits {
-            hash: crate::db::hash::HashLimits {
-                max_entries: c.get_int("hash-max-listpack-entries").max(0) as u64,
-                max_value: c.get_int("hash-max-listpack-value").max(0) as u64,
-            },
-            max_intset: c.get_int("set-max-intset-entries").max(0) as u64,
-            zset_entries: c.get_int("zset-max-listpack-entries"),
-            zset_value: c.get_int("zset-max-listpack-value"),
-        }
+        crate::commands::build_limits(&self.server.config)
     }
 
     /// Loads the base and the incremental logs the manifest names; returns the last

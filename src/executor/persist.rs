@@ -80,6 +80,7 @@ const REWRITTEN: &[&str] = &[
     "blmove",
     "blmpop",
     "bzmpop",
+    "restore",
 ];
 
 /// [`loggable`], or None when the command is logged as sent (no copy needed).
@@ -111,6 +112,14 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
         "setex" | "psetex" if args.len() == 4 => vec![set_with_expiry(key(), args[3].clone())],
         "set" if args.len() > 3 && has_option(&args[3..], &["ex", "px", "exat", "pxat"]) => vec![set_with_expiry(key(), args[2].clone())],
         "getex" if args.len() > 2 => vec![expiry_of(key())],
+        // The TTL made absolute; a key already expired (or replaced by nothing) is a DEL.
+        "restore" => match ks.db(db).peek(&key()) {
+            Some(e) => {
+                let at = e.expire_at.unwrap_or(0).to_string();
+                vec![vec![b("RESTORE"), key(), b(&at), args[3].clone(), b("REPLACE"), b("ABSTTL")]]
+            }
+            None => vec![vec![b("DEL"), key()]],
+        },
         "incrbyfloat" => match ks.db(db).peek(&key()).map(|e| &e.value) {
             Some(crate::db::Value::Str(s)) => vec![vec![b("SET"), key(), Bytes::copy_from_slice(&s.data), b("KEEPTTL")]],
             _ => vec![args.to_vec()],
