@@ -215,3 +215,78 @@ fn restored_keys_survive_a_restart_through_the_log() {
     assert!(ms > 90_000 && ms <= 100_000, "PTTL after restart: {ms}");
     assert_eq!(c.call(&[b"EXISTS", b"gone"]), b":0\r\n");
 }
+
+fn call(c: &mut common::RawConn, args: &[&str]) -> String {
+    let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    String::from_utf8_lossy(&c.call(&argv)).into_owned()
+}
+
+#[test]
+fn migrate_between_vermilion_and_redis_in_both_directions() {
+    let mut source = Server::start(&["--appendonly", "yes"]);
+    let redis_target = Server::start_redis(&["--requirepass", "pw", "--enable-debug-command", "yes"]);
+    let ours_target = Server::start(&[]);
+    let (rt, ot) = (redis_target.port.to_string(), ours_target.port.to_string());
+    let mut s = source.raw();
+    call(&mut s, &["RPUSH", "l", "a", "b", "c"]);
+    call(&mut s, &["SET", "k", "v", "PX", "100000"]);
+    call(&mut s, &["HSET", "h", "f", "1"]);
+    call(&mut s, &["ZADD", "z", "1.5", "m"]);
+    let digest_l = call(&mut s, &["DEBUG", "DIGEST-VALUE", "l"]);
+    // Errors, with Redis's texts (as redis-server 7.0.15 answers them).
+    assert_eq!(
+        call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000"]),
+        "-ERR Target instance replied with error: NOAUTH Authentication required.\r\n"
+    );
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "nosuch", "0", "1000"]), "+NOKEY\r\n");
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", "1", "l", "0", "1000"]), "-IOERR error or timeout writing to target instance\r\n");
+    assert_eq!(
+        call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000", "KEYS", "h"]),
+        "-ERR When using MIGRATE KEYS option, the key argument must be set to the empty string\r\n"
+    );
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "x", "1000"]), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000", "AUTH"]), "-ERR syntax error\r\n");
+    assert_eq!(
+        call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "99", "1000", "AUTH", "pw"]),
+        "-ERR Target instance replied with error: ERR DB index is out of range\r\n"
+    );
+    assert_eq!(call(&mut s, &["EXISTS", "l"]), ":1\r\n", "a failed MIGRATE keeps the key");
+    // (As with Redis, the RESTORE pipelined behind the failed SELECT still ran on the target,
+    // in its database 0: hence REPLACE below.)
+    // To redis-server: moved (gone here), same value there.
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000", "AUTH2", "default", "pw", "REPLACE"]), "+OK\r\n");
+    assert_eq!(call(&mut s, &["EXISTS", "l"]), ":0\r\n");
+    let mut r = redis_target.raw();
+    call(&mut r, &["AUTH", "pw"]);
+    assert_eq!(call(&mut r, &["DEBUG", "DIGEST-VALUE", "l"]), digest_l);
+    // A key that exists there: BUSYKEY unless REPLACE; COPY keeps it here.
+    call(&mut s, &["RPUSH", "l", "again"]);
+    assert_eq!(
+        call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000", "AUTH", "pw"]),
+        "-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n"
+    );
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &rt, "l", "0", "1000", "AUTH", "pw", "COPY", "REPLACE"]), "+OK\r\n");
+    assert_eq!(call(&mut s, &["LRANGE", "l", "0", "-1"]), "*1\r\n$5\r\nagain\r\n");
+    assert_eq!(call(&mut r, &["LRANGE", "l", "0", "-1"]), "*1\r\n$5\r\nagain\r\n");
+    // To another Vermilion, several keys at once into database 3, TTL kept.
+    assert_eq!(call(&mut s, &["MIGRATE", "127.0.0.1", &ot, "", "3", "1000", "KEYS", "k", "h", "z", "nosuch"]), "+OK\r\n");
+    let mut o = ours_target.raw();
+    call(&mut o, &["SELECT", "3"]);
+    assert_eq!(call(&mut o, &["GET", "k"]), "$1\r\nv\r\n");
+    assert_eq!(call(&mut o, &["HGET", "h", "f"]), "$1\r\n1\r\n");
+    assert_eq!(call(&mut o, &["ZSCORE", "z", "m"]), "$3\r\n1.5\r\n");
+    let pttl: i64 = call(&mut o, &["PTTL", "k"]).trim_start_matches(':').trim().parse().unwrap();
+    assert!(pttl > 90_000 && pttl <= 100_000, "{pttl}");
+    assert_eq!(call(&mut s, &["EXISTS", "k", "h", "z"]), ":0\r\n");
+    // From redis-server to Vermilion.
+    call(&mut r, &["SADD", "fromredis", "x", "y"]);
+    assert_eq!(call(&mut r, &["MIGRATE", "127.0.0.1", &ot, "fromredis", "0", "1000"]), "+OK\r\n");
+    call(&mut o, &["SELECT", "0"]);
+    assert_eq!(call(&mut o, &["SCARD", "fromredis"]), ":2\r\n");
+    // The source's log says the moved keys are gone: they stay gone after a restart.
+    drop(s);
+    source.restart(&["--appendonly", "yes"]);
+    let mut s = source.raw();
+    assert_eq!(call(&mut s, &["EXISTS", "k", "h", "z"]), ":0\r\n");
+    assert_eq!(call(&mut s, &["LRANGE", "l", "0", "-1"]), "*1\r\n$5\r\nagain\r\n");
+}

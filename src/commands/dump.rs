@@ -16,14 +16,7 @@ use crate::util::eq_ignore_case;
 pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let Some(entry) = ctx.ks.get(db, &args[1], now) else { return Ok(Reply::Nil) };
-    let payload = match &entry.value {
-        Value::Str(s) => rdb::encode_str(&s.data),
-        Value::List(l) => rdb::encode_elements(false, l.len(), l.iter()),
-        Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
-        Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),
-        Value::ZSet(z) => rdb::encode_zset(z.len(), z.iter()),
-    };
-    Ok(Reply::Bulk(Bytes::from(payload)))
+    Ok(Reply::Bulk(Bytes::from(payload_of(&entry.value))))
 }
 
 /// ```text
@@ -103,4 +96,135 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     ctx.notify(notify::GENERIC, "restore", key);
     Ok(Reply::OK)
+}
+
+/// The DUMP payload of an entry's value.
+fn payload_of(value: &Value) -> Vec<u8> {
+    match value {
+        Value::Str(s) => rdb::encode_str(&s.data),
+        Value::List(l) => rdb::encode_elements(false, l.len(), l.iter()),
+        Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
+        Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),
+        Value::ZSet(z) => rdb::encode_zset(z.len(), z.iter()),
+    }
+}
+
+/// ```text
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
+///     [AUTH2 username password] [KEYS key [key ...]]
+/// ```
+///
+/// Like Redis, the transfer is synchronous: the executor waits for the target, at most
+/// `timeout` ms per step.
+pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (mut copy, mut replace) = (false, false);
+    let mut auth: Option<(Option<Bytes>, Bytes)> = None;
+    let mut keys: Vec<Bytes> = vec![args[3].clone()];
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if eq_ignore_case(&args[j], "copy") {
+            copy = true;
+        } else if eq_ignore_case(&args[j], "replace") {
+            replace = true;
+        } else if eq_ignore_case(&args[j], "auth") && more >= 1 {
+            auth = Some((None, args[j + 1].clone()));
+            j += 1;
+        } else if eq_ignore_case(&args[j], "auth2") && more >= 2 {
+            auth = Some((Some(args[j + 1].clone()), args[j + 2].clone()));
+            j += 2;
+        } else if eq_ignore_case(&args[j], "keys") {
+            if !args[3].is_empty() {
+                return Err(CmdError::other("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"));
+            }
+            keys = args[j + 1..].to_vec();
+            break;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let timeout = arg_i64(&args[5])?;
+    let dbid = arg_i64(&args[4])?;
+    let timeout = std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    // The keys that exist, with their payloads and remaining TTLs.
+    let mut moving = Vec::new();
+    for key in keys {
+        if let Some(e) = ctx.ks.get(db, &key, now) {
+            let ttl = e.expire_at.map_or(0, |at| (at - now).max(1));
+            moving.push((key, ttl, payload_of(&e.value)));
+        }
+    }
+    if moving.is_empty() {
+        return Ok(Reply::status("NOKEY"));
+    }
+    let mut out = Vec::new();
+    let encode = |out: &mut Vec<u8>, argv: &[&[u8]]| crate::aof::format::encode_command(out, argv);
+    if let Some((user, pass)) = &auth {
+        match user {
+            Some(u) => encode(&mut out, &[b"AUTH", u, pass]),
+            None => encode(&mut out, &[b"AUTH", pass]),
+        }
+    }
+    let dbtext = dbid.to_string();
+    encode(&mut out, &[b"SELECT", dbtext.as_bytes()]);
+    for (key, ttl, payload) in &moving {
+        let ttl = ttl.to_string();
+        if replace {
+            encode(&mut out, &[b"RESTORE", key, ttl.as_bytes(), payload, b"REPLACE"]);
+        } else {
+            encode(&mut out, &[b"RESTORE", key, ttl.as_bytes(), payload]);
+        }
+    }
+    let replies = match exchange(&args[1], &args[2], timeout, &out, moving.len() + 1 + auth.is_some() as usize) {
+        Ok(r) => r,
+        Err(e) => return Err(CmdError::Other(e.into())),
+    };
+    // AUTH and SELECT first: an error there stops everything.
+    let setup = 1 + auth.is_some() as usize;
+    if let Some(err) = replies[..setup].iter().find_map(|r| r.strip_prefix('-')) {
+        return Err(CmdError::Other(format!("ERR Target instance replied with error: {err}").into()));
+    }
+    let mut first_error = None;
+    for ((key, _, _), reply) in moving.iter().zip(&replies[setup..]) {
+        match reply.strip_prefix('-') {
+            Some(err) => {
+                first_error.get_or_insert_with(|| err.to_string());
+            }
+            None if !copy && ctx.ks.db_mut(db).remove(key).is_some() => {
+                ctx.dirty(1);
+                ctx.notify(notify::GENERIC, "del", key);
+            }
+            None => {}
+        }
+    }
+    match first_error {
+        Some(err) => Err(CmdError::Other(format!("ERR Target instance replied with error: {err}").into())),
+        None => Ok(Reply::OK),
+    }
+}
+
+/// Sends `out` to host:port and reads `n` single-line replies (the first line of each).
+fn exchange(host: &[u8], port: &[u8], timeout: std::time::Duration, out: &[u8], n: usize) -> Result<Vec<String>, &'static str> {
+    use std::io::{BufRead, Write};
+    use std::net::ToSocketAddrs;
+    const WRITE_ERR: &str = "IOERR error or timeout writing to target instance";
+    const READ_ERR: &str = "IOERR error or timeout reading to target instance";
+    let addr = format!("{}:{}", String::from_utf8_lossy(host), String::from_utf8_lossy(port));
+    let addr = addr.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or(WRITE_ERR)?;
+    let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|_| WRITE_ERR)?;
+    sock.set_write_timeout(Some(timeout)).map_err(|_| WRITE_ERR)?;
+    sock.set_read_timeout(Some(timeout)).map_err(|_| READ_ERR)?;
+    sock.write_all(out).map_err(|_| WRITE_ERR)?;
+    let mut reader = std::io::BufReader::new(sock);
+    let mut replies = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut line = String::new();
+        if reader.read_line(&mut line).map_err(|_| READ_ERR)? == 0 {
+            return Err(READ_ERR);
+        }
+        replies.push(line.trim_end().to_string());
+    }
+    Ok(replies)
 }

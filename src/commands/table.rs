@@ -1591,7 +1591,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         group: Group::Generic, summary: "Create a key using the provided serialized value, previously obtained using DUMP.", since: "2.6.0",
         complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", doc_flags: &[],
         handler: dump::restore, subcommands: &[] },
+    CommandSpec { id: 261, name: "migrate", arity: -6, flags: &[Flag::Write, Flag::MovableKeys], first_key: 3, last_key: 3, key_step: 1,
+        acl: &["@keyspace", "@write", "@slow", "@dangerous"], tips: &["nondeterministic_output"],
+        key_specs: &[Doc::Map(&[("flags", Doc::Arr(&[Doc::Str("RW"), Doc::Str("access"), Doc::Str("delete")])), ("begin_search", Doc::Map(&[("type", Doc::Str("index")), ("spec", Doc::Map(&[("index", Doc::Int(3))]))])), ("find_keys", Doc::Map(&[("type", Doc::Str("range")), ("spec", Doc::Map(&[("lastkey", Doc::Int(0)), ("keystep", Doc::Int(1)), ("limit", Doc::Int(0))]))]))]), Doc::Map(&[("flags", Doc::Arr(&[Doc::Str("RW"), Doc::Str("access"), Doc::Str("delete"), Doc::Str("incomplete")])), ("begin_search", Doc::Map(&[("type", Doc::Str("keyword")), ("spec", Doc::Map(&[("keyword", Doc::Str("KEYS")), ("startfrom", Doc::Int(-2))]))])), ("find_keys", Doc::Map(&[("type", Doc::Str("range")), ("spec", Doc::Map(&[("lastkey", Doc::Int(-1)), ("keystep", Doc::Int(1)), ("limit", Doc::Int(0))]))]))])],
+        group: Group::Generic, summary: "Atomically transfer a key from a Redis instance to another one.", since: "2.6.0",
+        complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.", doc_flags: &[],
+        handler: dump::migrate, subcommands: &[] },
 ];
 
 /// Number of entries (commands and subcommands): ids are below this.
-pub const COMMAND_IDS: usize = 261;
+pub const COMMAND_IDS: usize = 262;

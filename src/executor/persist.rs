@@ -81,6 +81,7 @@ const REWRITTEN: &[&str] = &[
     "blmpop",
     "bzmpop",
     "restore",
+    "migrate",
 ];
 
 /// [`loggable`], or None when the command is logged as sent (no copy needed).
@@ -89,6 +90,10 @@ pub(super) fn rewritten(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &c
         return None;
     }
     Some(rewrite(cmd, args, reply, ks, db))
+}
+
+fn key_at(args: &[Bytes], i: usize) -> Bytes {
+    args.get(i).cloned().unwrap_or_default()
 }
 
 fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Vec<Vec<Bytes>> {
@@ -112,6 +117,14 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
         "setex" | "psetex" if args.len() == 4 => vec![set_with_expiry(key(), args[3].clone())],
         "set" if args.len() > 3 && has_option(&args[3..], &["ex", "px", "exat", "pxat"]) => vec![set_with_expiry(key(), args[2].clone())],
         "getex" if args.len() > 2 => vec![expiry_of(key())],
+        // What left for another server is deleted here (never run MIGRATE again on replay).
+        "migrate" => {
+            let keys: Vec<Bytes> = match args.iter().position(|a| a.eq_ignore_ascii_case(b"keys")) {
+                Some(i) if args[3].is_empty() => args[i + 1..].to_vec(),
+                _ => vec![key_at(args, 3)],
+            };
+            keys.into_iter().filter(|k| !ks.db(db).contains_key(k)).map(|k| vec![b("DEL"), k]).collect()
+        }
         // The TTL made absolute; a key already expired (or replaced by nothing) is a DEL.
         "restore" => match ks.db(db).peek(&key()) {
             Some(e) => {
