@@ -24,6 +24,7 @@ pub mod config;
 pub mod db;
 pub mod executor;
 pub mod glob;
+pub mod latency;
 pub mod log;
 pub mod notify;
 pub mod protocol;

@@ -427,6 +427,10 @@ pub struct ServerState {
     pub replica_serve_stale: bool,
     /// Users and permissions (ACL).
     pub acl: crate::acl::Acl,
+    /// LATENCY's samples (`latency-monitor-threshold`).
+    pub latency: crate::latency::LatencyMonitor,
+    /// Cached from the config: `latency-monitor-threshold` in ms (0: off).
+    pub latency_threshold_ms: u64,
     pub min_replicas: (usize, i64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
@@ -457,6 +461,10 @@ pub enum PersistRequest {
     LoadAof,
     /// CONFIG SET appendonly/appendfsync: open, close or retune the log.
     Reconfigure,
+    /// SAVE: a compaction to its end.
+    Save,
+    /// BGSAVE [SCHEDULE]: a compaction in the background.
+    BgSave { schedule: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -516,6 +524,8 @@ impl ServerState {
             replica_read_only: true,
             replica_serve_stale: true,
             acl: crate::acl::Acl::default(),
+            latency: crate::latency::LatencyMonitor::default(),
+            latency_threshold_ms: 0,
             min_replicas: (0, 10),
             notifications: Vec::new(),
             active_expire_enabled: true,
@@ -590,6 +600,7 @@ impl ServerState {
     pub fn config_changed(&mut self) {
         self.limits.refresh(&self.config);
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
+        self.latency_threshold_ms = self.config.get_int("latency-monitor-threshold").max(0) as u64;
         self.notify_flags = self.config.notify_flags;
         self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
         self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");

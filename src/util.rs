@@ -194,6 +194,27 @@ pub fn eq_ignore_case(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
+/// Redis's `sdscatrepr`.
+pub fn sds_repr(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for &c in s {
+        match c {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => out.push(c as char),
+            c => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

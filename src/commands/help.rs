@@ -172,3 +172,42 @@ pub const ACL: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
+
+#[rustfmt::skip]
+pub const MEMORY: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value. Nested values are",
+    "    sampled up to <count> times (default: 5, 0 means sample all).",
+    "HELP",
+    "    Prints this help.",
+];
+
+#[rustfmt::skip]
+pub const LATENCY: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+    "HELP",
+    "    Prints this help.",
+];

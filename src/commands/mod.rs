@@ -9,6 +9,7 @@ mod access;
 mod acl;
 mod bitmaps;
 pub mod connection;
+mod diagnostics;
 mod dump;
 mod error;
 mod geo;

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::{help, help_reply, CmdError, Ctx};
 use crate::config::{Config, SetError};
-use crate::protocol::Reply;
+use crate::protocol::{ProtocolVersion, Reply};
 use crate::state::ShutdownRequest;
 use crate::util::eq_ignore_case;
 
@@ -76,7 +76,7 @@ fn human_bytes(n: u64) -> String {
 }
 
 /// Resident set size and CPU times of this process, from /proc.
-fn process_usage() -> (u64, f64, f64) {
+pub(super) fn process_usage() -> (u64, f64, f64) {
     let rss = std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
@@ -318,6 +318,45 @@ fn apply_check(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// DEBUG PROTOCOL: one test value of each RESP3 type, as Redis's debug.c sends them.
+fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<Reply, CmdError> {
+    let resp3 = ctx.client.proto == ProtocolVersion::Resp3;
+    let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    Ok(match name.as_str() {
+        "string" => Reply::bulk(b"Hello World"),
+        "integer" => Reply::Int(12345),
+        // Redis's test value, not π.
+        #[allow(clippy::approx_constant)]
+        "double" => Reply::Double(3.141),
+        "bignum" => Reply::BigNumber("1234567999999999999999999999999999999".into()),
+        "null" => Reply::Nil,
+        "array" => Reply::Array(ints()),
+        "set" => Reply::Set(ints()),
+        "map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        "attrib" => Reply::Sequence(vec![
+            Reply::Attribute(vec![(
+                Reply::bulk(b"key-popularity"),
+                Reply::Array(vec![Reply::bulk(b"key:123"), Reply::Int(90)]),
+            )]),
+            Reply::bulk(b"Some real reply following the attribute"),
+        ]),
+        "push" if !resp3 => return Err(CmdError::other("ERR RESP2 is not supported by this command")),
+        "push" => Reply::Sequence(vec![
+            Reply::Push(vec![Reply::bulk(b"server-cpu-usage"), Reply::Int(42)]),
+            Reply::bulk(b"Some real reply following the push reply"),
+        ]),
+        "true" => Reply::Bool(true),
+        "false" => Reply::Bool(false),
+        "verbatim" => Reply::Verbatim("txt", Bytes::from_static(b"This is a verbatim\nstring")),
+        _ => {
+            return Err(CmdError::other(
+                "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+            ))
+        }
+    })
+}
+
 /// Effects of a changed parameter beyond its stored value.
 fn apply(ctx: &mut Ctx<'_>, name: &str) {
     let config = &ctx.server.config;
@@ -336,6 +375,37 @@ fn apply(ctx: &mut Ctx<'_>, name: &str) {
         "appendonly" | "appendfsync" => ctx.server.persist_request = Some(crate::state::PersistRequest::Reconfigure),
         _ => {}
     }
+}
+
+/// ```text
+/// CONFIG REWRITE
+/// ```
+pub fn config_rewrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let Some(path) = ctx.server.config.config_file.clone() else {
+        return Err(CmdError::other("ERR The server is running without a config file"));
+    };
+    let old = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(CmdError::Other(format!("ERR Rewriting config file: {e}").into())),
+    };
+    // Users go in the config file unless an ACL file holds them (as in Redis).
+    let users: Vec<String> = if ctx.server.config.get("aclfile").is_empty() {
+        ctx.server.acl.users.values().map(|u| format!("user {} {}", u.name, u.describe())).collect()
+    } else {
+        Vec::new()
+    };
+    let text = crate::config::rewrite::rewrite(&old, &ctx.server.config, &users);
+    // Written aside and renamed: a crash never leaves half a config file.
+    let tmp = path.with_extension(format!("rewrite-{}", std::process::id()));
+    let written = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
+        return Err(CmdError::Other(format!("ERR Rewriting config file: {e}").into()));
+    }
+    crate::log::notice("CONFIG REWRITE executed with success.");
+    Ok(Reply::OK)
 }
 
 pub fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
@@ -362,6 +432,27 @@ pub fn time(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// The executor does the rewrite once the handler returns.
 pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.server.persist_request = Some(crate::state::PersistRequest::Rewrite);
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// SAVE
+/// ```
+pub fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.server.persist_request = Some(crate::state::PersistRequest::Save);
+    Ok(Reply::NoReply)
+}
+
+/// ```text
+/// BGSAVE [SCHEDULE]
+/// ```
+pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let schedule = match args.get(1) {
+        None => false,
+        Some(a) if eq_ignore_case(a, "schedule") => true,
+        Some(_) => return Err(CmdError::Syntax),
+    };
+    ctx.server.persist_request = Some(crate::state::PersistRequest::BgSave { schedule });
     Ok(Reply::NoReply)
 }
 
@@ -501,10 +592,39 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
                 .into(),
             ))
         }
+        ("protocol", 3) => debug_protocol(ctx, &args[2]),
+        ("change-repl-id", 2) => {
+            // A new history: nobody can continue the old one from here.
+            let repl = &mut ctx.server.repl;
+            repl.replid = crate::replication::new_replid();
+            repl.replid2 = crate::replication::NO_REPLID.to_string();
+            repl.second_offset = None;
+            Ok(Reply::OK)
+        }
+        // Vermilion's lists are not quicklists of listpacks: there is nothing to tune or show.
+        ("quicklist-packed-threshold", 3) => {
+            Err(CmdError::other("ERR DEBUG QUICKLIST-PACKED-THRESHOLD is not supported: lists are not quicklists here"))
+        }
+        ("listpack", 3) => Err(CmdError::other("ERR DEBUG LISTPACK is not supported: values are not listpacks here")),
         ("help", _) => Ok(help_reply(&[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CHANGE-REPL-ID",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
+            "LOADAOF",
+            "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about the key and associated value.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "RELOAD [option value] ...",
+            "    Save the RDB on disk and reload it back to memory.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -537,28 +657,7 @@ pub fn monitor_line(now_us: i64, db: usize, addr: &str, args: &[Bytes]) -> Reply
     let mut line = format!("{}.{:06} [{} {}]", now_us / 1_000_000, now_us % 1_000_000, db, addr);
     for a in args {
         line.push(' ');
-        line.push_str(&repr(a));
+        line.push_str(&crate::util::sds_repr(a));
     }
     Reply::Status(line.into())
-}
-
-/// Redis's `sdscatrepr`.
-fn repr(s: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for &c in s {
-        match c {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => out.push(c as char),
-            c => out.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    out.push('"');
-    out
 }

@@ -6,6 +6,7 @@
 //! redis.conf loads.
 
 mod params;
+pub mod rewrite;
 
 use std::path::{Path, PathBuf};
 

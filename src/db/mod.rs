@@ -150,7 +150,7 @@ pub struct Db {
 /// the allocator's rounding and headers on the key and value allocations.
 const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Bytes>() + 16 + 8 + 32;
 
-fn entry_mem(key: &[u8], entry: &Entry) -> usize {
+pub fn entry_mem(key: &[u8], entry: &Entry) -> usize {
     key.len() + entry.value.mem_usage() + ENTRY_OVERHEAD
 }
 

@@ -686,6 +686,7 @@ impl Executor {
             if nested {
                 reply = match request {
                     crate::state::PersistRequest::Rewrite => Reply::status("Background append only file rewriting scheduled"),
+                    crate::state::PersistRequest::BgSave { .. } => Reply::status("Background saving scheduled"),
                     crate::state::PersistRequest::Reconfigure => reply,
                     _ => Reply::OK,
                 };
@@ -698,6 +699,11 @@ impl Executor {
         }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
+        }
+        let threshold_ms = self.server.latency_threshold_ms;
+        if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading {
+            let event = if cmd.has(Flag::Fast) { "fast-command" } else { "command" };
+            self.server.latency.add(event, crate::clock::now_ms() / 1000, elapsed / 1000);
         }
         if std::mem::take(&mut client.exec_requested) {
             reply = self.exec_transaction(client);

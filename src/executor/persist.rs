@@ -440,6 +440,11 @@ impl Executor {
         let ok = result.is_ok();
         aof.stats.last_rewrite_ok = ok;
         aof.stats.last_rewrite_ms = Some(ms);
+        if ok {
+            // A new base is this server's snapshot (LASTSAVE, INFO rdb_last_save_time).
+            self.server.lastsave = crate::clock::now_ms() / 1000;
+            self.server.dirty = 0;
+        }
         match result {
             Ok(()) => log::notice(&format!(
                 "Background AOF rewrite finished successfully ({keys} keys, {ms} ms; the switch paused the executor {pause} us)"
@@ -568,11 +573,43 @@ impl Executor {
         use crate::state::PersistRequest;
         let result = match request {
             PersistRequest::Rewrite => self.rewrite_aof().map(|_| Reply::status("Background append only file rewriting started")),
+            // SAVE and BGSAVE: the snapshot is a compaction of the log (a new base).
+            PersistRequest::Save => self.save_snapshot(),
+            PersistRequest::BgSave { schedule } => self.bgsave(schedule),
             PersistRequest::Reload => self.reload_aof(true).map(|_| Reply::OK),
             PersistRequest::LoadAof => self.reload_aof(false).map(|_| Reply::OK),
             PersistRequest::Reconfigure => self.reconfigure_aof().map(|_| Reply::OK),
         };
         result.unwrap_or_else(|e| Reply::Error(e.into()))
+    }
+
+    /// SAVE: a compaction run to its end before the reply.
+    fn save_snapshot(&mut self) -> Result<Reply, String> {
+        if self.aof.is_none() {
+            return Err(NO_LOG_TO_SAVE.into());
+        }
+        if self.rewriting() {
+            return Err("ERR Background save already in progress".into());
+        }
+        self.rewrite_now()?;
+        Ok(Reply::OK)
+    }
+
+    /// BGSAVE [SCHEDULE]: a compaction in the background.
+    fn bgsave(&mut self, schedule: bool) -> Result<Reply, String> {
+        if self.aof.is_none() {
+            return Err(NO_LOG_TO_SAVE.into());
+        }
+        if self.rewriting() {
+            // The compaction under way is the snapshot asked for.
+            return if schedule {
+                Ok(Reply::status("Background saving scheduled"))
+            } else {
+                Err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.".into())
+            };
+        }
+        self.rewrite_aof()?;
+        Ok(Reply::status("Background saving started"))
     }
 
     /// DEBUG LOADAOF / DEBUG RELOAD: empties the keyspace and loads the directory again.
@@ -611,6 +648,9 @@ impl Executor {
         Ok(())
     }
 }
+
+/// SAVE/BGSAVE without a log: Vermilion's only snapshot is the log's base.
+const NO_LOG_TO_SAVE: &str = "ERR the append only file is off: Vermilion snapshots by compacting its log (CONFIG SET appendonly yes first)";
 
 /// The argument positions of the keys a write command may change, or None when they are
 /// not known before it runs (the caller then serializes everything first).

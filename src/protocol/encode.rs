@@ -38,6 +38,15 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
                 encode_reply(v, proto, out);
             }
         }
+        Reply::Attribute(pairs) => {
+            if resp3 {
+                int_line(out, b'|', pairs.len() as i64);
+                for (k, v) in pairs {
+                    encode_reply(k, proto, out);
+                    encode_reply(v, proto, out);
+                }
+            }
+        }
         Reply::Set(items) => {
             int_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
             for item in items {

@@ -36,6 +36,8 @@ pub enum Reply {
     BigNumber(String),
     /// An out-of-band push (`>`) in RESP3, an array in RESP2.
     Push(Vec<Reply>),
+    /// RESP3 attributes (`|`) that precede a reply; nothing at all in RESP2.
+    Attribute(Vec<(Reply, Reply)>),
     /// Nothing at all is sent (SHUTDOWN closes the connection without a reply).
     NoReply,
     /// Several replies to one command, sent one after the other (SUBSCRIBE a b c).

@@ -29,7 +29,7 @@ pub fn reply_to_lua(lua: &Lua, reply: Reply, resp: ProtocolVersion) -> mlua::Res
         Reply::Error(e) => error_table(lua, &format!("-{e}"))?,
         Reply::Int(n) => Value::Number(n as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(&b[..])?),
-        Reply::Nil | Reply::NilArray | Reply::NoReply => {
+        Reply::Nil | Reply::NilArray | Reply::NoReply | Reply::Attribute(_) => {
             if resp3 {
                 Value::Nil
             } else {

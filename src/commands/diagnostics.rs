@@ -1,0 +1,196 @@
+//! MEMORY and LATENCY: what the server knows of its memory and of its slow moments.
+
+use bytes::Bytes;
+
+use super::{arg_i64, help, help_reply, CmdError, Ctx};
+use crate::protocol::Reply;
+use crate::util::eq_ignore_case;
+
+/// ```text
+/// MEMORY USAGE key [SAMPLES count]
+/// ```
+/// The key's bytes as the memory account counts them (key, value, entry overhead): the
+/// estimate `used_memory` and eviction use, computed for the whole value (no sampling).
+pub fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    match args.len() {
+        3 => {}
+        5 if eq_ignore_case(&args[3], "samples") => {
+            arg_i64(&args[4])?;
+        }
+        _ => return Err(CmdError::Syntax),
+    }
+    let db = ctx.db();
+    Ok(match ctx.ks.db(db).peek(&args[2]) {
+        Some(entry) if entry.expire_at.is_none_or(|at| at > ctx.now_ms) => Reply::Int(crate::db::entry_mem(&args[2], entry) as i64),
+        _ => Reply::Nil,
+    })
+}
+
+/// ```text
+/// MEMORY STATS
+/// ```
+pub fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let used = crate::executor::Executor::used_memory(ctx.ks) as i64;
+    let dataset = ctx.ks.total_mem() as i64;
+    let startup = used - dataset;
+    let keys: usize = ctx.ks.dbs.iter().map(|d| d.len()).sum();
+    let rss = super::server::process_usage().0 as i64;
+    let lua = ctx.server.scripts.as_deref().map_or(0, |e| e.lua_memory()) as i64;
+    let backlog = ctx.server.repl.backlog.as_ref().map_or(0, |b| b.capacity) as i64;
+    let (mut normal, mut replicas) = (0i64, 0i64);
+    for c in ctx.server.clients.values() {
+        let mem = (c.out.capacity() as u64 + c.flags.task_pending.load(std::sync::atomic::Ordering::Relaxed)) as i64;
+        if c.replica.is_some() {
+            replicas += mem;
+        } else {
+            normal += mem;
+        }
+    }
+    let int = |n: i64| Reply::Int(n);
+    let ratio = |a: i64, b: i64| Reply::Double(if b > 0 { a as f64 / b as f64 } else { 0.0 });
+    let k = |s: &'static str| Reply::bulk(s.as_bytes());
+    let mut fields = vec![
+        (k("peak.allocated"), int(used)),
+        (k("total.allocated"), int(used)),
+        (k("startup.allocated"), int(startup)),
+        (k("replication.backlog"), int(backlog)),
+        (k("clients.slaves"), int(replicas)),
+        (k("clients.normal"), int(normal)),
+        (k("cluster.links"), int(0)),
+        (k("aof.buffer"), int(0)),
+        (k("lua.caches"), int(lua)),
+        (k("functions.caches"), int(0)),
+    ];
+    for (i, d) in ctx.ks.dbs.iter().enumerate() {
+        if d.is_empty() {
+            continue;
+        }
+        let overhead = Reply::Map(vec![
+            (k("overhead.hashtable.main"), int((d.len() * 24) as i64)),
+            (k("overhead.hashtable.expires"), int(0)),
+            (k("overhead.hashtable.slot-to-keys"), int(0)),
+        ]);
+        fields.push((Reply::Bulk(Bytes::from(format!("db.{i}"))), overhead));
+    }
+    fields.extend([
+        (k("overhead.total"), int(startup + backlog + normal + replicas + lua)),
+        (k("keys.count"), int(keys as i64)),
+        (k("keys.bytes-per-key"), int(if keys > 0 { dataset / keys as i64 } else { 0 })),
+        (k("dataset.bytes"), int(dataset)),
+        (k("dataset.percentage"), Reply::Double(if used > 0 { dataset as f64 * 100.0 / used as f64 } else { 0.0 })),
+        (k("peak.percentage"), Reply::Double(100.0)),
+        (k("allocator.allocated"), int(used)),
+        (k("allocator.active"), int(used)),
+        (k("allocator.resident"), int(rss)),
+        (k("allocator-fragmentation.ratio"), ratio(1, 1)),
+        (k("allocator-fragmentation.bytes"), int(0)),
+        (k("allocator-rss.ratio"), ratio(rss, used)),
+        (k("allocator-rss.bytes"), int(rss - used)),
+        (k("rss-overhead.ratio"), ratio(1, 1)),
+        (k("rss-overhead.bytes"), int(0)),
+        (k("fragmentation"), ratio(rss, used)),
+        (k("fragmentation.bytes"), int(rss - used)),
+    ]);
+    Ok(Reply::Map(fields))
+}
+
+/// ```text
+/// MEMORY DOCTOR
+/// ```
+pub fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    // Redis's verdict below 5 MB of data; above, what it says when it finds nothing wrong
+    // (the allocator figures it inspects have no counterpart here).
+    let text = if ctx.ks.total_mem() < 5 * 1024 * 1024 {
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
+    } else {
+        "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"
+    };
+    Ok(Reply::Verbatim("txt", Bytes::from_static(text.as_bytes())))
+}
+
+/// ```text
+/// MEMORY MALLOC-STATS
+/// ```
+pub fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Verbatim("txt", Bytes::from_static(b"Stats not supported for the current allocator")))
+}
+
+/// ```text
+/// MEMORY PURGE
+/// ```
+pub fn memory_purge(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::OK)
+}
+
+pub fn memory_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(help_reply(help::MEMORY))
+}
+
+/// ```text
+/// LATENCY LATEST
+/// ```
+pub fn latency_latest(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let rows = ctx.server.latency.events.iter().filter_map(|(name, s)| {
+        let (t, ms) = s.samples.back()?;
+        Some(Reply::Array(vec![Reply::bulk(name.as_bytes()), Reply::Int(*t), Reply::Int(*ms as i64), Reply::Int(s.max as i64)]))
+    });
+    Ok(Reply::Array(rows.collect()))
+}
+
+/// ```text
+/// LATENCY HISTORY event
+/// ```
+pub fn latency_history(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let name = String::from_utf8_lossy(&args[2]);
+    let Some(series) = ctx.server.latency.events.get(name.as_ref()) else { return Ok(Reply::Array(Vec::new())) };
+    Ok(Reply::Array(series.samples.iter().map(|(t, ms)| Reply::Array(vec![Reply::Int(*t), Reply::Int(*ms as i64)])).collect()))
+}
+
+/// ```text
+/// LATENCY RESET [event ...]
+/// ```
+pub fn latency_reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let names: Vec<String> = args[2..].iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    Ok(Reply::Int(ctx.server.latency.reset(&names) as i64))
+}
+
+/// ```text
+/// LATENCY DOCTOR
+/// ```
+pub fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let events = &ctx.server.latency.events;
+    let text = if ctx.server.latency_threshold_ms == 0 {
+        "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n".to_string()
+    } else if events.is_empty() {
+        "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n".to_string()
+    } else {
+        let mut t =
+            "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n".to_string();
+        for (i, (name, s)) in events.iter().enumerate() {
+            let n = s.samples.len().max(1) as u64;
+            let avg = s.samples.iter().map(|(_, ms)| ms).sum::<u64>() / n;
+            t.push_str(&format!(
+                "{}. {name}: {} latency spikes (average {avg}ms). Worst all time event {}ms.\n",
+                i + 1,
+                s.samples.len(),
+                s.max
+            ));
+        }
+        t.push_str("\nCheck the slow log (SLOWLOG GET) for the commands behind them.\n");
+        t
+    };
+    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+}
+
+/// LATENCY GRAPH and LATENCY HISTOGRAM: not kept here.
+pub fn latency_graph(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR LATENCY GRAPH is not supported by Vermilion: use LATENCY HISTORY"))
+}
+
+pub fn latency_histogram(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Err(CmdError::other("ERR LATENCY HISTOGRAM is not supported by Vermilion: INFO commandstats has each command's calls and time"))
+}
+
+pub fn latency_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(help_reply(help::LATENCY))
+}

@@ -1,0 +1,213 @@
+//! Admin and debugging commands against redis-server 7.0: DEBUG PROTOCOL, MEMORY, LATENCY,
+//! SAVE/BGSAVE/LASTSAVE, CONFIG REWRITE, DEBUG CHANGE-REPL-ID.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::diff::{Cmp, DiffPair, Got, Resp};
+use common::Server;
+
+#[test]
+fn debug_protocol_and_help_texts_match_redis() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &[]);
+    let types =
+        ["string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "push", "verbatim", "true", "false", "nosuch"];
+    for proto in [2u8, 3] {
+        let _ = d.hello(proto).unwrap_or_else(|e| panic!("{e}"));
+        for t in types {
+            if t == "push" && proto == 3 {
+                // Two frames: the push, then the real reply.
+                d.check_raw(b"DEBUG PROTOCOL push\r\n", 2, Cmp::Exact).unwrap_or_else(|e| panic!("{e}"));
+                continue;
+            }
+            if t == "attrib" && proto == 3 {
+                // The attribute frame, then the reply it annotates.
+                d.check_raw(b"DEBUG PROTOCOL attrib\r\n", 2, Cmp::Exact).unwrap_or_else(|e| panic!("{e}"));
+                continue;
+            }
+            let _ = d.check(&["DEBUG", "PROTOCOL", t]).unwrap_or_else(|e| panic!("RESP{proto}: {e}"));
+        }
+    }
+    let _ = d.hello(2).unwrap_or_else(|e| panic!("{e}"));
+    d.assert_script(
+        "help and errors",
+        &[
+            "MEMORY HELP",
+            "LATENCY HELP",
+            "MEMORY USAGE nosuch",
+            "MEMORY USAGE",
+            "MEMORY USAGE k SAMPLES",
+            "MEMORY USAGE k SAMPLES x",
+            "MEMORY USAGE k EXTRA",
+            "MEMORY DOCTOR",
+            "MEMORY PURGE",
+            "MEMORY NOSUCH",
+            "LATENCY LATEST",
+            "LATENCY HISTORY nosuch",
+            "LATENCY RESET",
+            "LATENCY RESET command",
+            "LATENCY DOCTOR",
+            "LATENCY HISTORY",
+            "LATENCY LATEST x",
+            "BGSAVE x",
+            "DEBUG CHANGE-REPL-ID",
+        ],
+    );
+}
+
+#[test]
+fn latency_monitor_records_slow_commands_like_redis() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &[]);
+    d.assert_script(
+        "latency",
+        &[
+            "LATENCY LATEST",
+            "DEBUG SLEEP 0.03",
+            "LATENCY LATEST",
+            "CONFIG SET latency-monitor-threshold 10",
+            "DEBUG SLEEP 0.03",
+            "?LATENCY LATEST",
+            "?LATENCY HISTORY command",
+            "LATENCY RESET nosuch",
+            "LATENCY RESET command",
+            "LATENCY LATEST",
+        ],
+    );
+    // The figures themselves: one sample of about 30 ms.
+    let _ = d.ours_call(&["DEBUG", "SLEEP", "0.03"]);
+    let Ok(r) = d.ours_call(&["LATENCY", "LATEST"]) else { panic!() };
+    let Resp::Agg(_, rows) = &r.value else { panic!("{:?}", r.value) };
+    let Resp::Agg(_, row) = &rows[0] else { panic!() };
+    let ms = |v: &Resp| match v {
+        Resp::Line(b':', n) => String::from_utf8_lossy(n).parse::<i64>().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert!((30..200).contains(&ms(&row[2])), "{row:?}");
+}
+
+fn int(got: &Got) -> i64 {
+    match got {
+        Ok(r) => match &r.value {
+            Resp::Line(b':', n) => String::from_utf8_lossy(n).parse().unwrap(),
+            other => panic!("not an integer: {other:?}"),
+        },
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn memory_usage_is_an_honest_estimate() {
+    let mut d = DiffPair::start();
+    let big = "x".repeat(1 << 20);
+    let fields: Vec<String> = (0..5000).map(|i| format!("field:{i} value:{i}")).collect();
+    d.assert_script("data", &[&format!("SET big {big}"), &format!("HSET h {}", fields.join(" ")), "RPUSH l a b c"]);
+    let usage = int(&d.ours_call(&["MEMORY", "USAGE", "big"]));
+    assert!((1 << 20..(1 << 20) + 4096).contains(&usage), "1 MB string: {usage}");
+    for key in ["h", "l"] {
+        let ours = int(&d.ours_call(&["MEMORY", "USAGE", key, "SAMPLES", "0"])) as f64;
+        let redis = int(&d.redis_call(&["MEMORY", "USAGE", key, "SAMPLES", "0"])) as f64;
+        assert!(ours / redis > 0.5 && ours / redis < 2.0, "MEMORY USAGE {key}: ours {ours}, redis {redis}");
+    }
+    // MEMORY STATS has Redis's fields, in Redis's order.
+    let names = |got: Got| -> Vec<Vec<u8>> {
+        let Ok(r) = got else { panic!() };
+        let Resp::Agg(_, items) = r.value else { panic!() };
+        items.chunks(2).map(|kv| if let Resp::Blob(_, k) = &kv[0] { k.clone() } else { panic!("{kv:?}") }).collect()
+    };
+    assert_eq!(names(d.ours_call(&["MEMORY", "STATS"])), names(d.redis_call(&["MEMORY", "STATS"])));
+}
+
+#[test]
+fn save_and_bgsave_compact_the_log() {
+    let mut server = Server::start(&["--appendonly", "yes"]);
+    let mut c = server.raw();
+    for i in 0..100 {
+        c.call(&[b"SET", format!("k{i}").as_bytes(), b"v"]);
+    }
+    let before: i64 = String::from_utf8(c.call(&[b"LASTSAVE"])).unwrap()[1..].trim().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(c.call(&[b"SAVE"]), b"+OK\r\n");
+    let after: i64 = String::from_utf8(c.call(&[b"LASTSAVE"])).unwrap()[1..].trim().parse().unwrap();
+    assert!(after > before, "LASTSAVE {before} -> {after}");
+    let info = String::from_utf8(c.call(&[b"INFO", b"persistence"])).unwrap();
+    assert!(info.contains("aof_rewrites:1"), "{info}");
+    assert_eq!(c.call(&[b"BGSAVE"]), b"+Background saving started\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8(c.call(&[b"INFO", b"persistence"])).unwrap();
+        if info.contains("aof_rewrites:2") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "BGSAVE never finished: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(c);
+    server.restart(&["--appendonly", "yes"]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"DBSIZE"]), b":100\r\n");
+    assert_eq!(c.call(&[b"CONFIG", b"SET", b"appendonly", b"no"]), b"+OK\r\n");
+    assert!(c.call(&[b"SAVE"]).starts_with(b"-ERR the append only file is off"));
+}
+
+#[test]
+fn config_rewrite_keeps_comments_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("vermilion.conf");
+    std::fs::write(
+        &conf,
+        "# Vermilion test config\nmaxmemory 100mb\n# eviction\nmaxmemory-policy noeviction\nsave 900 1\nsave 300 10\nappendonly no\n",
+    )
+    .unwrap();
+    let conf_s = conf.to_str().unwrap().to_string();
+    let mut server = Server::start(&[&conf_s]);
+    let mut c = server.raw();
+    for (k, v) in
+        [("maxmemory", "200mb"), ("maxmemory-policy", "allkeys-lru"), ("hz", "25"), ("save", "60 5"), ("notify-keyspace-events", "KEA")]
+    {
+        assert_eq!(c.call(&[b"CONFIG", b"SET", k.as_bytes(), v.as_bytes()]), b"+OK\r\n", "{k}");
+    }
+    assert_eq!(c.call(&[b"ACL", b"SETUSER", b"app", b"on", b">pw", b"~app:*", b"+get"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"CONFIG", b"REWRITE"]), b"+OK\r\n");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        &lines[..7],
+        &["# Vermilion test config", "maxmemory 200mb", "# eviction", "maxmemory-policy allkeys-lru", "save 60 5", "", "appendonly no"],
+        "{text}"
+    );
+    assert!(lines.contains(&"# Generated by CONFIG REWRITE") && lines.contains(&"hz 25"), "{text}");
+    assert!(lines.contains(&"notify-keyspace-events \"AKE\""), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("user app on #")), "{text}");
+    drop(c);
+    server.restart(&[&conf_s]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"CONFIG", b"GET", b"maxmemory"]), b"*2\r\n$9\r\nmaxmemory\r\n$9\r\n209715200\r\n");
+    assert_eq!(c.call(&[b"CONFIG", b"GET", b"hz"]), b"*2\r\n$2\r\nhz\r\n$2\r\n25\r\n");
+    assert_eq!(c.call(&[b"CONFIG", b"GET", b"save"]), b"*2\r\n$4\r\nsave\r\n$4\r\n60 5\r\n");
+    let mut app = server.raw();
+    assert_eq!(app.call(&[b"AUTH", b"app", b"pw"]), b"+OK\r\n");
+    // A second rewrite with nothing changed leaves the file as it is (but for the port the
+    // test harness gives each start).
+    assert_eq!(c.call(&[b"CONFIG", b"REWRITE"]), b"+OK\r\n");
+    let no_port = |t: &str| t.lines().filter(|l| !l.starts_with("port ")).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(no_port(&std::fs::read_to_string(&conf).unwrap()), no_port(&text));
+    // Without a config file there is nothing to rewrite.
+    let bare = Server::start(&[]);
+    assert_eq!(bare.raw().call(&[b"CONFIG", b"REWRITE"]), b"-ERR The server is running without a config file\r\n");
+}
+
+#[test]
+fn change_repl_id_starts_a_new_history() {
+    let server = Server::start(&[]);
+    let mut c = server.raw();
+    let id = |c: &mut common::RawConn| {
+        let info = String::from_utf8(c.call(&[b"INFO", b"replication"])).unwrap();
+        info.lines().find_map(|l| l.strip_prefix("master_replid:")).unwrap().trim().to_string()
+    };
+    let before = id(&mut c);
+    assert_eq!(c.call(&[b"DEBUG", b"CHANGE-REPL-ID"]), b"+OK\r\n");
+    let after = id(&mut c);
+    assert_ne!(before, after);
+    assert_eq!(after.len(), 40);
+}
