@@ -33,6 +33,7 @@ pub mod scripting;
 pub mod server;
 pub mod state;
 pub mod tls;
+pub mod tracking;
 pub mod util;
 
 /// The version reported in logs and INFO.

@@ -143,6 +143,11 @@ pub struct Client {
     pub in_exec: bool,
     /// Since when (ms) the client's queued output has been over its class's soft limit.
     pub soft_limit_since_ms: Option<i64>,
+    /// CLIENT TRACKING settings (None: off).
+    pub tracking: Option<crate::tracking::TrackingMode>,
+    /// Invalidations for this client raised by its own running command: they follow its
+    /// reply, as in Redis.
+    pub tracking_after_reply: Vec<u8>,
     pub created: Instant,
     /// Wall-clock ms of the last batch (the executor's batch clock: no extra clock read).
     pub last_interaction_ms: i64,
@@ -251,6 +256,8 @@ impl Client {
             superuser: false,
             in_exec: false,
             soft_limit_since_ms: None,
+            tracking: None,
+            tracking_after_reply: Vec::new(),
             created: now,
             last_interaction_ms: crate::clock::now_ms(),
             last_cmd: "NULL",
@@ -427,6 +434,8 @@ pub struct ServerState {
     pub replica_serve_stale: bool,
     /// Users and permissions (ACL).
     pub acl: crate::acl::Acl,
+    /// CLIENT TRACKING: who read which keys, and who listens by prefix.
+    pub tracking: crate::tracking::TrackingTable,
     /// LATENCY's samples (`latency-monitor-threshold`).
     pub latency: crate::latency::LatencyMonitor,
     /// Cached from the config: `latency-monitor-threshold` in ms (0: off).
@@ -525,6 +534,7 @@ impl ServerState {
             replica_serve_stale: true,
             acl: crate::acl::Acl::default(),
             latency: crate::latency::LatencyMonitor::default(),
+            tracking: crate::tracking::TrackingTable::default(),
             latency_threshold_ms: 0,
             min_replicas: (0, 10),
             notifications: Vec::new(),

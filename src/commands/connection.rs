@@ -158,6 +158,11 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     super::transactions::discard_transaction(ctx);
     super::pubsub::unsubscribe_all(ctx);
+    if ctx.client.tracking.take().is_some() {
+        ctx.server.tracking.clients -= 1;
+        let id = ctx.client.id;
+        ctx.server.tracking.bcast.retain(|c| *c != id);
+    }
     let client = &mut *ctx.client;
     client.db = 0;
     client.proto = ProtocolVersion::Resp2;
@@ -441,4 +446,168 @@ pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 pub fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.server.pause = None;
     Ok(Reply::OK)
+}
+
+/// ```text
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN]
+///     [OPTOUT] [NOLOOP]
+/// ```
+pub fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let on = if eq_ignore_case(&args[2], "on") {
+        true
+    } else if eq_ignore_case(&args[2], "off") {
+        false
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    let mut mode = crate::tracking::TrackingMode::default();
+    let mut j = 3;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        let a = &args[j];
+        if eq_ignore_case(a, "redirect") && more {
+            if mode.redirect != 0 {
+                return Err(CmdError::other("ERR A client can only redirect to a single other client"));
+            }
+            let id = arg_i64(&args[j + 1])?;
+            let exists = id > 0 && (id as u64 == ctx.client.id || ctx.server.clients.contains_key(&(id as u64)));
+            if !exists {
+                return Err(CmdError::other("ERR The client ID you want redirect to does not exist"));
+            }
+            mode.redirect = id as u64;
+            j += 1;
+        } else if eq_ignore_case(a, "bcast") {
+            mode.bcast = true;
+        } else if eq_ignore_case(a, "optin") {
+            mode.optin = true;
+        } else if eq_ignore_case(a, "optout") {
+            mode.optout = true;
+        } else if eq_ignore_case(a, "noloop") {
+            mode.noloop = true;
+        } else if eq_ignore_case(a, "prefix") && more {
+            mode.prefixes.push(args[j + 1].clone());
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let id = ctx.client.id;
+    if !on {
+        if ctx.client.tracking.take().is_some() {
+            ctx.server.tracking.clients -= 1;
+            ctx.server.tracking.bcast.retain(|c| *c != id);
+        }
+        return Ok(Reply::OK);
+    }
+    if !mode.bcast && !mode.prefixes.is_empty() {
+        return Err(CmdError::other("ERR PREFIX option requires BCAST mode to be enabled"));
+    }
+    if let Some(old) = &ctx.client.tracking {
+        if old.bcast != mode.bcast {
+            return Err(CmdError::other("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."));
+        }
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return Err(CmdError::other("ERR OPTIN and OPTOUT are not compatible with BCAST"));
+    }
+    if mode.optin && mode.optout {
+        return Err(CmdError::other("ERR You can't specify both OPTIN mode and OPTOUT mode"));
+    }
+    if let Some(old) = &ctx.client.tracking {
+        if (mode.optin && old.optout) || (mode.optout && old.optin) {
+            return Err(CmdError::other("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."));
+        }
+    }
+    let mut all_prefixes = ctx.client.tracking.as_ref().map(|m| m.prefixes.clone()).unwrap_or_default();
+    for p in &mode.prefixes {
+        if !all_prefixes.contains(p) {
+            all_prefixes.push(p.clone());
+        }
+    }
+    if mode.bcast {
+        crate::tracking::check_prefixes(&all_prefixes).map_err(|e| CmdError::Other(e.into()))?;
+    }
+    mode.prefixes = all_prefixes;
+    if ctx.client.tracking.is_none() {
+        ctx.server.tracking.clients += 1;
+        if mode.bcast {
+            ctx.server.tracking.bcast.push(id);
+        }
+    }
+    ctx.client.tracking = Some(mode);
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// CLIENT CACHING YES|NO
+/// ```
+pub fn client_caching(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let Some(mode) = ctx.client.tracking.as_mut() else {
+        return Err(CmdError::other(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    };
+    if eq_ignore_case(&args[2], "yes") {
+        if !mode.optin {
+            return Err(CmdError::other("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."));
+        }
+        mode.caching = Some(true);
+    } else if eq_ignore_case(&args[2], "no") {
+        if !mode.optout {
+            return Err(CmdError::other("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."));
+        }
+        mode.caching = Some(false);
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// CLIENT GETREDIR
+/// ```
+pub fn client_getredir(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Int(ctx.client.tracking.as_ref().map_or(-1, |m| m.redirect as i64)))
+}
+
+/// ```text
+/// CLIENT TRACKINGINFO
+/// ```
+pub fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (flags, redirect, prefixes) = match &ctx.client.tracking {
+        None => (vec!["off"], -1, Vec::new()),
+        Some(m) => {
+            let mut f = vec!["on"];
+            if m.bcast {
+                f.push("bcast");
+            }
+            if m.optin {
+                f.push("optin");
+                if m.caching == Some(true) {
+                    f.push("caching-yes");
+                }
+            }
+            if m.optout {
+                f.push("optout");
+                if m.caching == Some(false) {
+                    f.push("caching-no");
+                }
+            }
+            if m.noloop {
+                f.push("noloop");
+            }
+            if m.broken_redirect {
+                f.push("broken_redirect");
+            }
+            let mut prefixes = m.prefixes.clone();
+            prefixes.sort();
+            (f, m.redirect as i64, prefixes)
+        }
+    };
+    Ok(Reply::Map(vec![
+        (Reply::bulk(b"flags"), Reply::Set(flags.into_iter().map(|f| Reply::bulk(f.as_bytes())).collect())),
+        (Reply::bulk(b"redirect"), Reply::Int(redirect)),
+        (Reply::bulk(b"prefixes"), Reply::Array(prefixes.into_iter().map(Reply::Bulk).collect())),
+    ]))
 }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::Executor;
 use crate::commands::{self, CommandSpec, Flag};
 use crate::db::Keyspace;
-use crate::protocol::encode_reply;
+use crate::protocol::{encode_reply, ProtocolVersion, Reply};
 use crate::state::{Client, SlowLogEntry};
 
 impl Executor {
@@ -29,7 +29,8 @@ impl Executor {
     /// After a command changed data: its keys may wake blocked clients and abort watchers'
     /// transactions.
     pub(super) fn signal_modified(&mut self, client: &mut Client, cmd: &CommandSpec, args: &[Bytes]) {
-        if self.server.watchers.is_empty() && self.blocking.is_empty() {
+        let tracking = self.server.tracking.clients > 0;
+        if !tracking && self.server.watchers.is_empty() && self.blocking.is_empty() {
             // Nobody to tell: the common case costs nothing.
             self.server.also_modified.clear();
             return;
@@ -38,6 +39,10 @@ impl Executor {
         let mut extra = std::mem::take(&mut self.server.also_modified);
         for pos in cmd.key_positions(args.len()) {
             extra.push((db, args[pos].clone()));
+        }
+        if tracking {
+            let keys: Vec<Bytes> = extra.iter().map(|(_, k)| k.clone()).collect();
+            self.invalidate_keys(Some(client), true, &keys);
         }
         for (db, key) in extra {
             if !self.server.watchers.is_empty() {
@@ -51,7 +56,8 @@ impl Executor {
 
     /// Keys deleted by expiry during the last command abort their watchers' transactions.
     pub(super) fn signal_expired(&mut self, client: &mut Client) {
-        if self.server.watchers.is_empty() {
+        let tracking = self.server.tracking.clients > 0;
+        if !tracking && self.server.watchers.is_empty() {
             self.expired_seen = self.ks.expired.len();
             return;
         }
@@ -59,6 +65,10 @@ impl Executor {
         self.expired_seen = self.ks.expired.len();
         // Evicted keys change under their watchers too (published and cleared just after).
         fresh.extend(self.ks.evicted.iter().cloned());
+        if tracking && !fresh.is_empty() {
+            let keys: Vec<Bytes> = fresh.iter().map(|(_, k)| k.clone()).collect();
+            self.invalidate_keys(Some(client), false, &keys);
+        }
         for (db, key) in fresh {
             self.touch_watched(client, db, &key);
         }
@@ -171,5 +181,130 @@ impl Executor {
         self.server.slowlog.push_front(entry);
         let max = self.server.config.get_int("slowlog-max-len").max(0) as usize;
         self.server.slowlog.truncate(max);
+    }
+}
+
+impl Executor {
+    /// CLIENT TRACKING (default mode): the keys a read-only command read are remembered for
+    /// its client (a script's commands count for the script's caller).
+    pub(super) fn remember_tracked_keys(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
+        if !cmd.has(Flag::ReadOnly) || matches!(cmd.name, "eval_ro" | "evalsha_ro") {
+            return;
+        }
+        if !client.tracking.as_ref().is_some_and(|m| m.remembers()) {
+            return;
+        }
+        for (pos, _) in commands::keyspec::command_keys(cmd, args) {
+            self.server.tracking.remember(&args[pos], client.id);
+        }
+    }
+
+    /// Keys that changed: every client that read them (and every BCAST client whose prefix
+    /// they match) is told. `current`: the client whose command runs (its own invalidations
+    /// follow its reply), and whether that command changed the keys (NOLOOP).
+    pub(super) fn invalidate_keys(&mut self, mut current: Option<&mut Client>, by_current: bool, keys: &[Bytes]) {
+        for key in keys {
+            for id in self.server.tracking.take(key) {
+                self.send_invalidation(current.as_deref_mut(), by_current, id, Some(std::slice::from_ref(key)));
+            }
+        }
+        for id in self.server.tracking.bcast.clone() {
+            // One message per prefix, prefixes and keys in order (Redis's radix trees).
+            let groups: Vec<Vec<Bytes>> = {
+                let mode = match current.as_deref() {
+                    Some(c) if c.id == id => c.tracking.as_ref(),
+                    _ => self.server.clients.get(&id).and_then(|c| c.tracking.as_ref()),
+                };
+                let Some(m) = mode.filter(|m| m.bcast) else { continue };
+                let mut prefixes = m.prefixes.clone();
+                if prefixes.is_empty() {
+                    prefixes.push(Bytes::new());
+                }
+                prefixes.sort();
+                prefixes
+                    .iter()
+                    .map(|p| {
+                        let mut ks: Vec<Bytes> = keys.iter().filter(|k| k.starts_with(p)).cloned().collect();
+                        ks.sort();
+                        ks.dedup();
+                        ks
+                    })
+                    .filter(|ks| !ks.is_empty())
+                    .collect()
+            };
+            for group in groups {
+                self.send_invalidation(current.as_deref_mut(), by_current, id, Some(&group));
+            }
+        }
+    }
+
+    /// FLUSHDB/FLUSHALL: every tracking client is told to drop everything (a null key list).
+    pub(super) fn invalidate_all(&mut self, current: &mut Client) {
+        self.server.tracking.keys.clear();
+        let mut ids: Vec<u64> = self.server.clients.values().filter(|c| c.tracking.is_some()).map(|c| c.id).collect();
+        if current.tracking.is_some() {
+            ids.push(current.id);
+        }
+        for id in ids {
+            self.send_invalidation(Some(&mut *current), false, id, None);
+        }
+    }
+
+    /// One invalidation message from tracking client `id` (to it, or to its redirect).
+    fn send_invalidation(&mut self, mut current: Option<&mut Client>, by_current: bool, id: u64, keys: Option<&[Bytes]>) {
+        let current_id = current.as_deref().map(|c| c.id);
+        let (redirect, noloop, proto) = {
+            let c = if current_id == Some(id) { current.as_deref() } else { self.server.clients.get(&id) };
+            let Some(c) = c else { return };
+            let Some(m) = &c.tracking else { return };
+            (m.redirect, m.noloop, c.proto)
+        };
+        if noloop && by_current && current_id == Some(id) {
+            return;
+        }
+        let target = if redirect == 0 { id } else { redirect };
+        if current_id != Some(target) && !self.server.clients.contains_key(&target) {
+            // The redirect is gone: the tracking client hears of it (in RESP3).
+            let broken = Reply::Push(vec![Reply::bulk(b"tracking-redir-broken"), Reply::Int(redirect as i64)]);
+            let c = if current_id == Some(id) { current.as_deref_mut() } else { self.server.clients.get_mut(&id) };
+            if let Some(c) = c {
+                if let Some(m) = c.tracking.as_mut() {
+                    m.broken_redirect = true;
+                }
+                if proto == ProtocolVersion::Resp3 {
+                    encode_reply(&broken, proto, &mut c.out);
+                    self.touched.push(id);
+                }
+            }
+            return;
+        }
+        let keys_reply = match keys {
+            Some(keys) => Reply::Array(keys.iter().map(|k| Reply::Bulk(k.clone())).collect()),
+            None => Reply::Nil,
+        };
+        let to_current = current_id == Some(target);
+        let t = match current {
+            Some(c) if to_current => c,
+            _ => match self.server.clients.get_mut(&target) {
+                Some(t) => t,
+                None => return,
+            },
+        };
+        let message = if t.proto == ProtocolVersion::Resp3 {
+            Reply::Push(vec![Reply::bulk(b"invalidate"), keys_reply])
+        } else if redirect != 0 && !(t.channels.is_empty() && t.patterns.is_empty() && t.shard_channels.is_empty()) {
+            Reply::Array(vec![Reply::bulk(b"message"), Reply::bulk(b"__redis__:invalidate"), keys_reply])
+        } else {
+            // A RESP2 connection of its own cannot take pushes: nothing is sent.
+            return;
+        };
+        if to_current {
+            let mut bytes = Vec::new();
+            encode_reply(&message, t.proto, &mut bytes);
+            t.tracking_after_reply.extend_from_slice(&bytes);
+        } else {
+            encode_reply(&message, t.proto, &mut t.out);
+            self.touched.push(target);
+        }
     }
 }

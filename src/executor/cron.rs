@@ -45,6 +45,11 @@ impl Executor {
         // else consumes them yet).
         let expired = std::mem::take(&mut self.ks.expired);
         let evicted = std::mem::take(&mut self.ks.evicted);
+        if self.server.tracking.clients > 0 && !(expired.is_empty() && evicted.is_empty()) {
+            let keys: Vec<bytes::Bytes> = expired.iter().chain(evicted.iter()).map(|(_, k)| k.clone()).collect();
+            self.invalidate_keys(None, false, &keys);
+            self.release_replies();
+        }
         let flags = self.server.notify_flags;
         if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0 {
             let events = expired

@@ -422,6 +422,9 @@ impl Executor {
             self.emit(client, &reply);
             // CLIENT REPLY SKIP silences exactly the command after it.
             client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+            if client.tracking.is_some() {
+                self.after_tracked_command(client, &cmds[i]);
+            }
             // A client that pipelines without reading: once its unsent replies pass the high
             // water mark, the rest of its batch waits until they drain.
             if client.out.len() >= OUTPUT_CHECK && i + 1 < cmds.len() && self.output_backlogged(client) {
@@ -474,6 +477,21 @@ impl Executor {
         self.send_early(client);
         client.blocked = Some(crate::state::Blocked::held(cmds, index, client.db, protocol_error));
         self.postponed.push_back(client.id);
+    }
+
+    /// After a tracking client's command: invalidations its own command raised follow the
+    /// reply, and CLIENT CACHING's choice lasts one command (outside MULTI, CLIENT excepted).
+    fn after_tracked_command(&mut self, client: &mut Client, args: &[Bytes]) {
+        if !client.tracking_after_reply.is_empty() {
+            let pending = std::mem::take(&mut client.tracking_after_reply);
+            client.out.extend_from_slice(&pending);
+        }
+        let is_client = args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"client"));
+        if let Some(m) = client.tracking.as_mut() {
+            if client.multi.is_none() && !is_client {
+                m.caching = None;
+            }
+        }
     }
 
     /// Sends what the client's batch has answered so far and tells whether the replies not
@@ -550,6 +568,10 @@ impl Executor {
         self.server.monitors.retain(|m| *m != id);
         self.postponed.retain(|p| *p != id);
         self.throttled.retain(|p| *p != id);
+        if client.tracking.take().is_some() {
+            self.server.tracking.clients -= 1;
+            self.server.tracking.bcast.retain(|c| *c != id);
+        }
         self.forget_replica(id);
         Some(client)
     }
@@ -728,6 +750,12 @@ impl Executor {
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
         let elapsed = start.map_or(0, |s| s.elapsed().as_micros() as u64);
+        if self.server.tracking.clients > 0 {
+            self.remember_tracked_keys(client, cmd, args);
+            if matches!(cmd.name, "flushdb" | "flushall") {
+                self.invalidate_all(client);
+            }
+        }
         if self.server.dirty != dirty_before {
             self.signal_modified(client, cmd, args);
             if !client.in_script && self.recording() {
