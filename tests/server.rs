@@ -172,3 +172,14 @@ fn config_set_is_all_or_nothing() {
     assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"10mb", b"hz", b"50"]), b"+OK\r\n");
     assert_eq!(s(raw.call(&[b"CONFIG", b"GET", b"maxmemory"])), "*2\r\n$9\r\nmaxmemory\r\n$8\r\n10485760\r\n");
 }
+
+/// A relative `logfile` is relative to `dir`, as in Redis (the server changes into `dir`
+/// before it writes anything).
+#[test]
+fn a_relative_logfile_lands_in_dir() {
+    let server = common::Server::start(&["--logfile", "relative-test.log"]);
+    assert_eq!(server.raw().call(&[b"PING"]), b"+PONG\r\n");
+    let text = std::fs::read_to_string(server.dir.path().join("relative-test.log")).unwrap_or_default();
+    assert!(text.contains("Vermilion is starting"), "{text}");
+    assert!(!std::path::Path::new("relative-test.log").exists(), "the log went to the test's directory");
+}

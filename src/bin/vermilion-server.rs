@@ -38,6 +38,15 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Into `dir` first, as Redis does while reading its config: a relative `logfile` (and
+    // every data file) is then relative to it.
+    let dir = config.get("dir").to_string();
+    if !dir.is_empty() {
+        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::env::set_current_dir(&dir)) {
+            log::warning(&format!("Can't chdir to '{dir}': {e}"));
+            std::process::exit(1);
+        }
+    }
     log::configure(log::Level::parse(config.get("loglevel")), config.get("logfile"));
     log::warning("oO0OoO0OoO0Oo Vermilion is starting oO0OoO0OoO0Oo");
     log::warning(&format!(
@@ -49,13 +58,6 @@ fn main() {
     match &config.config_file {
         Some(path) => log::warning(&format!("Configuration loaded from {}", path.display())),
         None => log::warning("Warning: no config file specified, using the default config. In order to specify a config file use vermilion-server /path/to/redis.conf"),
-    }
-    let dir = config.get("dir").to_string();
-    if !dir.is_empty() {
-        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::env::set_current_dir(&dir)) {
-            log::warning(&format!("Can't chdir to '{dir}': {e}"));
-            std::process::exit(1);
-        }
     }
     let port = config.get_int("port");
     let binds: Vec<String> = config.get("bind").split_whitespace().map(str::to_string).collect();
