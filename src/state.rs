@@ -595,8 +595,21 @@ impl ServerState {
         let nopass = self.acl.users.get("default").is_some_and(|u| u.nopass);
         self.limits.protected.store(self.config.get("protected-mode") == "yes" && nopass, Ordering::Relaxed);
         self.limits.auth_required.store(!open, Ordering::Relaxed);
-        let gone: Vec<ClientId> =
-            self.clients.values().filter(|c| !c.superuser && !self.acl.users.contains_key(&c.user)).map(|c| c.id).collect();
+        // Clients of deleted users go; so do subscribers whose user may no longer listen to
+        // one of their channels or patterns (Redis's ACLKillPubsubClientsIfNeeded).
+        let gone: Vec<ClientId> = self
+            .clients
+            .values()
+            .filter(|c| !c.superuser)
+            .filter(|c| match self.acl.users.get(&c.user) {
+                None => true,
+                Some(u) => {
+                    let channels: Vec<bytes::Bytes> = c.channels.iter().chain(c.shard_channels.iter()).cloned().collect();
+                    !u.channels_allowed(&channels, &c.patterns)
+                }
+            })
+            .map(|c| c.id)
+            .collect();
         self.kill_list.extend(gone);
     }
 

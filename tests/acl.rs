@@ -443,3 +443,29 @@ fn acl_log_records_script_and_auth_denials() {
     assert_eq!(ours, redis);
     let _ = d.check_with(&["ACL", "LOG", "0"], Cmp::Exact).unwrap();
 }
+
+#[test]
+fn subscribers_that_lose_a_channel_are_disconnected_like_redis() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "subscribe",
+        &[
+            "ACL SETUSER subu on nopass ~* &news* +@all",
+            "1> AUTH subu x",
+            "1> SUBSCRIBE news1",
+            "2> AUTH subu x",
+            "2> PSUBSCRIBE news*",
+            // Still allowed: nobody goes.
+            "0> ACL SETUSER subu &news*",
+            "1> PING",
+            "2> PING",
+            // The pattern is no longer allowed as such (news1 still is).
+            "0> ACL SETUSER subu resetchannels &news1",
+            "1> PING",
+        ],
+    );
+    // Connection 2 was closed by both servers.
+    let (r, o) = d.conns(2);
+    assert!(r.closed_within(std::time::Duration::from_secs(2)), "redis-server kept the subscriber");
+    assert!(o.closed_within(std::time::Duration::from_secs(2)), "the subscriber that lost its pattern is still connected");
+}
