@@ -271,7 +271,7 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     // has nothing in flight (its replies would otherwise overtake earlier ones).
     let replica = flags.replica.load(Ordering::Acquire);
     if !replica && protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
-        if let Some(bytes) = crate::executor::busy_answers(&exec.script_watch, &cmds, flags.authenticated.load(Ordering::Relaxed)) {
+        if let Some(bytes) = crate::executor::busy_answers(&exec.script_watch, &cmds, flags) {
             return Dispatch::Answered(bytes);
         }
     }

@@ -125,6 +125,8 @@ pub struct ConnFlags {
     /// The executor holds this client's pipeline until its queued replies drain: the task
     /// sends `Request::Drained` when they fall below the low water mark.
     pub throttled: AtomicBool,
+    /// The client speaks RESP3 (after HELLO 3): what a reply from the task is encoded in.
+    pub resp3: AtomicBool,
 }
 
 /// One connected client, as the executor sees it.
@@ -302,6 +304,12 @@ impl Client {
     pub fn set_authenticated(&mut self, yes: bool) {
         self.authenticated = yes;
         self.flags.authenticated.store(yes, Ordering::Relaxed);
+    }
+
+    /// HELLO and RESET: the protocol, also for replies the connection task writes itself.
+    pub fn set_proto(&mut self, proto: ProtocolVersion) {
+        self.proto = proto;
+        self.flags.resp3.store(proto == ProtocolVersion::Resp3, Ordering::Relaxed);
     }
 }
 

@@ -313,7 +313,7 @@ impl Aof {
     /// and starts serializing the snapshot as of now. The caller has flushed the buffer.
     /// `stream_db`: the database the log is in at this offset (a verbatim log's next segment
     /// may start without a SELECT).
-    pub fn begin_rewrite(&mut self, ks: &mut crate::db::Keyspace, scripts: &[(String, Bytes)], stream_db: u32) -> std::io::Result<()> {
+    pub fn begin_rewrite(&mut self, ks: &mut crate::db::Keyspace, scripting: &snapshot::Scripting, stream_db: u32) -> std::io::Result<()> {
         let seq = self.dir.next_seq();
         let base = FileEntry { name: format!("{}.{seq}.base.vsnap", self.dir.prefix), seq };
         let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.dir.prefix), seq };
@@ -333,7 +333,7 @@ impl Aof {
         // A mark no entry carries yet (the databases remember the last one used).
         let epoch = ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0).wrapping_add(1).max(1);
         let temp = self.dir.file(&format!("temp-{}", base.name));
-        self.rewrite = Some(rewrite::Rewrite::start(ks, scripts, (origin, stream_db), epoch, temp, base, incr)?);
+        self.rewrite = Some(rewrite::Rewrite::start(ks, scripting, (origin, stream_db), epoch, temp, base, incr)?);
         Ok(())
     }
 

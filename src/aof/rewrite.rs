@@ -20,8 +20,6 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::manifest::FileEntry;
 use super::snapshot;
 use crate::db::Keyspace;
@@ -53,12 +51,12 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
-    /// Starts a rewrite of `ks` with `scripts` (sha, body) as of log offset `origin` (the log then
+    /// Starts a rewrite of `ks` with `scripting` as of log offset `origin` (the log then
     /// in database `stream_db`), into
     /// `temp_path`. Marks every database with `epoch` (new entries then belong to it).
     pub fn start(
         ks: &mut Keyspace,
-        scripts: &[(String, Bytes)],
+        scripting: &snapshot::Scripting,
         (origin, stream_db): (u64, u32),
         epoch: u32,
         temp_path: PathBuf,
@@ -74,13 +72,12 @@ impl Rewrite {
         for db in ks.dbs.iter_mut() {
             db.snap_epoch = epoch;
         }
-        let bodies: Vec<Bytes> = scripts.iter().map(|(_, b)| b.clone()).collect();
         Ok(Rewrite {
             epoch,
             db: 0,
             cursor: ks.dbs.first().map_or(0, |d| d.len()),
             walked: false,
-            buf: snapshot::encode_start(&bodies, origin, stream_db),
+            buf: snapshot::encode_start(scripting, origin, stream_db),
             tx,
             done,
             started: Instant::now(),

@@ -14,6 +14,9 @@
 //! database the log is in at the snapshot's offset. A replica's log is its primary's stream
 //! copied byte for byte, so an incremental file it starts after a rewrite can begin without
 //! a SELECT; the loader starts in this database. Version 1 files load as database 0.
+//!
+//! Version 3 adds the function libraries after the script table (`u64 count`, then each
+//! library's code as bytes). Versions 1 and 2 load with no libraries.
 
 use bytes::Bytes;
 
@@ -25,7 +28,7 @@ use crate::db::{Entry, Keyspace};
 use crate::db::{StrEncoding, StrValue, Value};
 
 pub const MAGIC: &[u8; 8] = b"VMLNSNAP";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 4 + 8;
 const END_OF_DBS: u32 = u32::MAX;
 
@@ -97,17 +100,27 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
     *out = e.0;
 }
 
-/// The header and the script table: the start of every snapshot.
-pub fn encode_start(scripts: &[Bytes], log_offset: u64, stream_db: u32) -> Vec<u8> {
+/// The scripting state a snapshot carries: the cached scripts' bodies and the function
+/// libraries' codes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scripting {
+    pub scripts: Vec<Bytes>,
+    pub libraries: Vec<Bytes>,
+}
+
+/// The header, the script table and the libraries: the start of every snapshot.
+pub fn encode_start(scripting: &Scripting, log_offset: u64, stream_db: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + 64);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&stream_db.to_le_bytes());
     out.extend_from_slice(&log_offset.to_le_bytes());
     let mut e = Enc(out);
-    e.put(&(scripts.len() as u64));
-    for s in scripts {
-        e.put(&s[..]);
+    for table in [&scripting.scripts, &scripting.libraries] {
+        e.put(&(table.len() as u64));
+        for s in table {
+            e.put(&s[..]);
+        }
     }
     e.0
 }
@@ -119,9 +132,9 @@ pub fn encode_end(out: &mut Vec<u8>) {
     *out = e.0;
 }
 
-/// A whole snapshot of `ks` with `scripts` (bodies) covering `log_offset`, in one go.
-pub fn encode(ks: &Keyspace, scripts: &[Bytes], log_offset: u64, stream_db: u32) -> Vec<u8> {
-    let mut out = encode_start(scripts, log_offset, stream_db);
+/// A whole snapshot of `ks` with `scripting` covering `log_offset`, in one go.
+pub fn encode(ks: &Keyspace, scripting: &Scripting, log_offset: u64, stream_db: u32) -> Vec<u8> {
+    let mut out = encode_start(scripting, log_offset, stream_db);
     for (i, db) in ks.dbs.iter().enumerate() {
         for (key, entry) in db.iter() {
             encode_entry(&mut out, i, key, entry);
@@ -138,7 +151,7 @@ pub struct Loaded {
     pub log_offset: u64,
     /// The database the log is in at `log_offset` (see the module notes).
     pub stream_db: u32,
-    pub scripts: Vec<Bytes>,
+    pub scripting: Scripting,
     pub keys: usize,
 }
 
@@ -284,9 +297,13 @@ pub fn decode_with(
 ) -> Result<Loaded, SnapshotError> {
     let (log_offset, stream_db, range) = check_frame(data)?;
     let mut d = Dec { data: &data[..range.end], pos: range.start };
-    let mut scripts = Vec::new();
-    for _ in 0..d.count()? {
-        scripts.push(Bytes::copy_from_slice(d.bytes()?));
+    let version = u32::from_le_bytes([data[8], data[9], data[10], data[11]]);
+    let mut scripting = Scripting::default();
+    let tables = if version >= 3 { 2 } else { 1 };
+    for table in [&mut scripting.scripts, &mut scripting.libraries].into_iter().take(tables) {
+        for _ in 0..d.count()? {
+            table.push(Bytes::copy_from_slice(d.bytes()?));
+        }
     }
     let mut keys = 0;
     loop {
@@ -307,7 +324,7 @@ pub fn decode_with(
     if d.pos != range.end {
         return Err(d.err("trailing bytes after the last database"));
     }
-    Ok(Loaded { log_offset, stream_db, scripts, keys })
+    Ok(Loaded { log_offset, stream_db, scripting, keys })
 }
 
 #[cfg(test)]
@@ -326,32 +343,64 @@ mod tests {
         let mut z = ZSetValue::new();
         z.insert(b"m", 1.5, 128, 64);
         db.insert(Bytes::from_static(b"z"), Value::ZSet(Box::new(z)), None, 0);
-        let bytes = encode(&ks, &[Bytes::from_static(b"return 1")], 42, 5);
+        let scripting = Scripting {
+            scripts: vec![Bytes::from_static(b"return 1")],
+            libraries: vec![Bytes::from_static(b"#!lua name=l\nredis.register_function('f', function() end)")],
+        };
+        let bytes = encode(&ks, &scripting, 42, 5);
         let mut back = Keyspace::new(16);
         let loaded = decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
-        assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys, loaded.scripts.len()), (42, 5, 3, 1));
+        assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys), (42, 5, 3));
+        assert_eq!(loaded.scripting, scripting);
         assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at)), Some((Value::string("hello"), Some(123))));
         assert_eq!(back.db(3).peek(b"l").map(|e| e.value.clone()), ks.db(3).peek(b"l").map(|e| e.value.clone()));
     }
 
+    /// A snapshot in the form of versions 1 and 2 (no library table), written by hand.
+    fn legacy(version: u32, stream_db: u32, scripts: &[&[u8]], ks: &Keyspace) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&stream_db.to_le_bytes());
+        out.extend_from_slice(&9u64.to_le_bytes());
+        let mut e = Enc(out);
+        e.put(&(scripts.len() as u64));
+        for s in scripts {
+            e.put(*s);
+        }
+        let mut out = e.0;
+        for (i, db) in ks.dbs.iter().enumerate() {
+            for (key, entry) in db.iter() {
+                encode_entry(&mut out, i, key, entry);
+            }
+        }
+        encode_end(&mut out);
+        let crc = crate::aof::format::crc(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
     #[test]
-    fn version_1_reads_as_database_0() {
-        let ks = Keyspace::new(16);
-        let mut bytes = encode(&ks, &[], 9, 0);
-        // Version 1's header: the same bytes with version 1 (its word at 12 was always 0).
-        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-        let end = bytes.len() - 8;
-        let crc = crate::aof::format::crc(&bytes[..end]);
-        bytes[end..].copy_from_slice(&crc.to_le_bytes());
-        let loaded = decode(&bytes, &mut Keyspace::new(16), &BuildLimits::default()).expect("a version 1 snapshot loads");
-        assert_eq!((loaded.log_offset, loaded.stream_db), (9, 0));
+    fn versions_1_and_2_load_without_libraries() {
+        let mut ks = Keyspace::new(16);
+        ks.db_mut(2).insert(Bytes::from_static(b"k"), Value::string("v"), None, 0);
+        let v2 = legacy(2, 4, &[b"return 1"], &ks);
+        let mut back = Keyspace::new(16);
+        let loaded = decode(&v2, &mut back, &BuildLimits::default()).expect("a version 2 snapshot loads");
+        assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys), (9, 4, 1));
+        assert_eq!(loaded.scripting, Scripting { scripts: vec![Bytes::from_static(b"return 1")], libraries: vec![] });
+        assert!(back.db(2).peek(b"k").is_some());
+        // Version 1's word at 12 was always 0.
+        let v1 = legacy(1, 0, &[], &ks);
+        let loaded = decode(&v1, &mut Keyspace::new(16), &BuildLimits::default()).expect("a version 1 snapshot loads");
+        assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys), (9, 0, 1));
     }
 
     #[test]
     fn every_flipped_byte_is_refused() {
         let mut ks = Keyspace::new(16);
         ks.db_mut(0).insert(Bytes::from_static(b"k"), Value::string("v"), None, 0);
-        let bytes = encode(&ks, &[], 0, 0);
+        let bytes = encode(&ks, &Scripting::default(), 0, 0);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;

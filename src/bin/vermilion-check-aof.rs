@@ -55,10 +55,11 @@ fn check_snapshot(path: &Path) -> Result<FileReport, String> {
     Ok(match snapshot::validate(&data) {
         Ok(loaded) => {
             println!(
-                "{}: base snapshot, {} keys, {} scripts, log offset {}",
+                "{}: base snapshot, {} keys, {} scripts, {} function libraries, log offset {}",
                 path.display(),
                 loaded.keys,
-                loaded.scripts.len(),
+                loaded.scripting.scripts.len(),
+                loaded.scripting.libraries.len(),
                 loaded.log_offset
             );
             FileReport { size, valid_len: size, problem: None, seal: None }

@@ -138,7 +138,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.client.name = (!name.is_empty()).then_some(name);
     }
     if let Some(p) = proto {
-        ctx.client.proto = p;
+        ctx.client.set_proto(p);
     }
     let version = if ctx.client.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
     Ok(Reply::Map(vec![
@@ -165,7 +165,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let client = &mut *ctx.client;
     client.db = 0;
-    client.proto = ProtocolVersion::Resp2;
+    client.set_proto(ProtocolVersion::Resp2);
     client.name = None;
     let authed = ctx.server.acl.default_needs_no_auth();
     client.set_authenticated(authed);

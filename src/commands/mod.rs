@@ -12,6 +12,7 @@ pub mod connection;
 mod diagnostics;
 mod dump;
 mod error;
+mod functions;
 mod geo;
 mod hashes;
 mod help;
@@ -33,6 +34,7 @@ pub mod transactions;
 mod zsets;
 
 pub use error::CmdError;
+pub use functions::stats_reply as function_stats_reply;
 pub use spec::{CommandSpec, Doc, Flag, Group};
 pub use table::{COMMANDS, COMMAND_IDS};
 

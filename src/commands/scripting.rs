@@ -19,8 +19,10 @@ pub struct ScriptCall {
     /// The script's shebang flags.
     pub flags: ScriptFlags,
     pub numkeys: usize,
-    /// EVAL_RO / EVALSHA_RO.
+    /// EVAL_RO / EVALSHA_RO / FCALL_RO.
     pub read_only: bool,
+    /// FCALL: `sha` is the function's name.
+    pub function: bool,
 }
 
 /// ```text
@@ -70,7 +72,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         engine.load(&args[1]).map_err(|e| CmdError::Other(e.into()))?
     };
     let (sha, flags) = (script.sha.clone(), script.flags);
-    ctx.client.script_call = Some(ScriptCall { sha, flags, numkeys: numkeys as usize, read_only });
+    ctx.client.script_call = Some(ScriptCall { sha, flags, numkeys: numkeys as usize, read_only, function: false });
     Ok(Reply::NoReply)
 }
 

@@ -135,9 +135,13 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             let lua = engine.map_or(0, |e| e.lua_memory()) as u64;
             let scripts = engine.map_or(0, |e| e.count());
             let scripts_mem = engine.map_or(0, |e| e.scripts_memory()) as u64;
+            let functions = engine.map(|e| &e.functions);
+            let (funcs, libs) = functions.map_or((0, 0), |f| (f.function_count(), f.library_count()));
+            let vm_functions = functions.map_or(0, |f| f.lua_memory()) as u64;
+            let functions_mem = functions.map_or(0, |f| f.memory()) as u64;
             let _ = write!(
                 out,
-                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_mem}\r\nnumber_of_cached_scripts:{scripts}\r\nused_memory_scripts:{scripts_mem}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_mem}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{funcs}\r\nnumber_of_libraries:{libs}\r\nused_memory_vm_functions:{vm_functions}\r\nused_memory_vm_total:{}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_mem}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
                 human_bytes(used),
                 human_bytes(rss),
                 human_bytes(used),
@@ -145,7 +149,10 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 1024 * 1024,
                 ctx.ks.total_mem(),
                 human_bytes(lua),
-                human_bytes(scripts_mem),
+                lua + vm_functions,
+                human_bytes(lua + vm_functions),
+                scripts_mem + functions_mem,
+                human_bytes(scripts_mem + functions_mem),
                 human_bytes(maxmemory),
                 s.config.get("maxmemory-policy"),
                 if used > 0 { rss as f64 / used as f64 } else { 0.0 },

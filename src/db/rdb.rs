@@ -569,9 +569,60 @@ pub fn encode_zset<'a>(len: usize, members: impl Iterator<Item = (&'a Bytes, f64
     seal(out)
 }
 
+/// The RDB opcode of a function library (its code as one string), Redis 7.0's FUNCTION DUMP.
+const OPCODE_FUNCTION2: u8 = 245;
+/// The pre-7.0-GA library opcode, refused as Redis refuses it.
+const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+
+/// Why FUNCTION RESTORE refused a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionPayloadError {
+    Rdb(RdbError),
+    /// An object that is not a library (`given type is not a function`).
+    NotFunction,
+    PreGa,
+}
+
+/// FUNCTION DUMP's payload: each library's code behind opcode 245, then version and CRC.
+pub fn encode_functions<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        put_string(&mut out, code);
+    }
+    seal(out)
+}
+
+/// The library codes of a FUNCTION DUMP payload (footer checked).
+pub fn decode_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionPayloadError> {
+    let body = verify(payload).map_err(FunctionPayloadError::Rdb)?;
+    let mut r = Reader { data: body, pos: 0 };
+    let mut codes = Vec::new();
+    while r.pos < body.len() {
+        match r.byte().map_err(FunctionPayloadError::Rdb)? {
+            OPCODE_FUNCTION2 => codes.push(r.string().map_err(FunctionPayloadError::Rdb)?),
+            OPCODE_FUNCTION_PRE_GA => return Err(FunctionPayloadError::PreGa),
+            _ => return Err(FunctionPayloadError::NotFunction),
+        }
+    }
+    Ok(codes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn function_payloads_round_trip_and_read_redis_7() {
+        // FUNCTION DUMP of redis-server 7.0.15 with one library.
+        let redis = b"\xf5@C#!lua name=t1\nredis.register_function('a', function() return 1 end)\n\x00~\x9f\x12z\x8aV\xb7\xa1";
+        let codes = decode_functions(redis).unwrap();
+        assert_eq!(codes, vec![b"#!lua name=t1\nredis.register_function('a', function() return 1 end)".to_vec()]);
+        assert_eq!(encode_functions(codes.iter().map(|c| &c[..])), redis.to_vec());
+        assert_eq!(decode_functions(&encode_str(b"x")), Err(FunctionPayloadError::NotFunction));
+        assert_eq!(decode_functions(b"\n\x00"), Err(FunctionPayloadError::Rdb(RdbError::VersionOrChecksum)));
+        assert_eq!(decode_functions(&encode_functions(std::iter::empty())).unwrap(), Vec::<Vec<u8>>::new());
+    }
 
     #[test]
     fn crc64_is_redis_jones() {

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::Request;
 use crate::commands::{self, Flag, Resolved};
+use crate::protocol::ProtocolVersion;
 use crate::scripting::{KillOutcome, ScriptWatch};
 use crate::state::{ClientId, ClientOutput, ConnFlags};
 
@@ -84,7 +85,7 @@ impl Inbox {
             let answer = match outputs.get(&id) {
                 // A replica's connection carries the stream: it is never answered from here.
                 Some(out) if !waiting && !out.1.replica.load(Ordering::Acquire) => {
-                    busy_answers(&self.watch, &cmds, out.1.authenticated.load(Ordering::Relaxed)).map(|bytes| (out, bytes))
+                    busy_answers(&self.watch, &cmds, &out.1).map(|bytes| (out, bytes))
                 }
                 _ => None,
             };
@@ -111,20 +112,43 @@ impl Inbox {
 /// authenticated; SCRIPT KILL and SHUTDOWN NOSAVE are served; the other `allow-busy` commands
 /// (AUTH, HELLO, MULTI, WATCH...) change state the executor owns, so their batch waits;
 /// everything else gets BUSY.
-pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticated: bool) -> Option<Vec<u8>> {
+pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], flags: &ConnFlags) -> Option<Vec<u8>> {
+    let authenticated = flags.authenticated.load(Ordering::Relaxed);
+    let proto = if flags.resp3.load(Ordering::Relaxed) { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
     let mut out = Vec::new();
+    let busy = if watch.is_function() { BUSY_FUNCTION } else { BUSY };
     for args in cmds {
         let allowed = match commands::resolve(args) {
             Resolved::Found(cmd) if cmd.has(Flag::AllowBusy) => Some(cmd),
             _ => None,
         };
         match allowed.map(|c| c.name) {
-            Some("script|kill") => out.extend_from_slice(match watch.kill() {
-                KillOutcome::Killed => b"+OK\r\n".as_slice(),
-                KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
-                KillOutcome::Unkillable => UNKILLABLE,
-                KillOutcome::UnkillableMaster => UNKILLABLE_MASTER,
-            }),
+            Some("shutdown" | "script|kill" | "function|kill" | "function|stats") | None if !authenticated => {
+                out.extend_from_slice(b"-NOAUTH Authentication required.\r\n")
+            }
+            Some(name @ ("script|kill" | "function|kill")) => {
+                let by_function = name == "function|kill";
+                out.extend_from_slice(match watch.kill(by_function) {
+                    KillOutcome::Killed => b"+OK\r\n".as_slice(),
+                    KillOutcome::NotBusy => b"-NOTBUSY No scripts in execution right now.\r\n",
+                    KillOutcome::Unkillable => UNKILLABLE,
+                    KillOutcome::UnkillableMaster => UNKILLABLE_MASTER,
+                    // The text names the command that would work.
+                    KillOutcome::WrongKind if by_function => BUSY,
+                    KillOutcome::WrongKind => BUSY_FUNCTION,
+                })
+            }
+            Some("function|stats") => {
+                if !watch.is_function() {
+                    out.extend_from_slice(BUSY);
+                    continue;
+                }
+                // The function ended meanwhile: the executor answers.
+                let f = watch.running_function()?;
+                let ms = f.started.elapsed().as_millis() as u64;
+                let reply = crate::commands::function_stats_reply(Some((f.name, f.argv, ms)), f.libraries, f.functions);
+                crate::protocol::encode_reply(&reply, proto, &mut out);
+            }
             Some("shutdown") if authenticated && args[1..].iter().any(|a| crate::util::opt_is(a, "nosave")) => {
                 // The hook stops the script and the executor the server; nothing of the
                 // script is kept.
@@ -132,8 +156,7 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticat
                 watch.request_shutdown();
                 return Some(out);
             }
-            Some("shutdown") | None if !authenticated => out.extend_from_slice(b"-NOAUTH Authentication required.\r\n"),
-            Some("shutdown") | None => out.extend_from_slice(BUSY),
+            Some("shutdown") | None => out.extend_from_slice(busy),
             Some(_) => return None,
         }
     }
@@ -141,6 +164,7 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], authenticat
 }
 
 const BUSY: &[u8] = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+const BUSY_FUNCTION: &[u8] = b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
 const UNKILLABLE_MASTER: &[u8] =
     b"-UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.\r\n";
 const UNKILLABLE: &[u8] = b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n";
@@ -151,13 +175,35 @@ mod tests {
 
     #[test]
     fn busy_answers_follow_redis_order_of_checks() {
+        let (guest, user, user3) = (ConnFlags::default(), ConnFlags::default(), ConnFlags::default());
+        user.authenticated.store(true, Ordering::Relaxed);
+        user3.authenticated.store(true, Ordering::Relaxed);
+        user3.resp3.store(true, Ordering::Relaxed);
         let w = ScriptWatch::default();
-        w.start(false);
+        w.start(false, None);
         let cmd = |parts: &[&str]| parts.iter().map(|p| bytes::Bytes::copy_from_slice(p.as_bytes())).collect::<Vec<_>>();
-        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], false).unwrap(), b"-NOAUTH Authentication required.\r\n");
-        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"]), cmd(&["SHUTDOWN"])], true).unwrap(), [BUSY, BUSY].concat());
-        assert_eq!(busy_answers(&w, &[cmd(&["PING"]), cmd(&["AUTH", "pw"])], true), None);
-        assert_eq!(busy_answers(&w, &[cmd(&["script", "KILL"])], true).unwrap(), b"+OK\r\n");
+        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], &guest).unwrap(), b"-NOAUTH Authentication required.\r\n");
+        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"]), cmd(&["SHUTDOWN"])], &user).unwrap(), [BUSY, BUSY].concat());
+        assert_eq!(busy_answers(&w, &[cmd(&["PING"]), cmd(&["AUTH", "pw"])], &user), None);
+        assert_eq!(busy_answers(&w, &[cmd(&["script", "KILL"])], &user).unwrap(), b"+OK\r\n");
         assert!(w.must_abort());
+        w.finish();
+        w.start(false, None);
+        assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "STATS"])], &user).unwrap(), BUSY);
+        assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "KILL"])], &user).unwrap(), BUSY);
+        w.finish();
+        let f = crate::scripting::RunningFunction {
+            name: "spin".into(),
+            argv: vec![bytes::Bytes::from_static(b"FCALL")],
+            started: std::time::Instant::now(),
+            libraries: 1,
+            functions: 2,
+        };
+        w.start(false, Some(f));
+        assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], &user).unwrap(), BUSY_FUNCTION);
+        assert_eq!(busy_answers(&w, &[cmd(&["SCRIPT", "KILL"])], &user).unwrap(), BUSY_FUNCTION);
+        let stats = busy_answers(&w, &[cmd(&["FUNCTION", "STATS"])], &user3).unwrap();
+        assert!(stats.starts_with(b"%2\r\n$14\r\nrunning_script\r\n%3\r\n$4\r\nname\r\n$4\r\nspin\r\n"), "{stats:?}");
+        assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "KILL"])], &user).unwrap(), b"+OK\r\n");
     }
 }

@@ -52,7 +52,13 @@ impl Executor {
                 let loaded = self
                     .decode_snapshot(&data)
                     .map_err(|e| format!("Bad snapshot file {} at offset {}: {}", path.display(), e.offset, e.reason))?;
-                log::notice(&format!("Loading base snapshot {}: {} keys, {} scripts", base.name, loaded.keys, loaded.scripts.len()));
+                log::notice(&format!(
+                    "Loading base snapshot {}: {} keys, {} scripts, {} function libraries",
+                    base.name,
+                    loaded.keys,
+                    loaded.scripting.scripts.len(),
+                    loaded.scripting.libraries.len()
+                ));
                 self.loading_progress.0 += data.len() as u64;
                 shared.loading_loaded_bytes.store(self.loading_progress.0, Ordering::Relaxed);
                 origin = loaded.log_offset;
@@ -184,10 +190,17 @@ impl Executor {
             }
             ks.db_mut(db).insert(key, value, expire_at, 0);
         })?;
-        for body in &loaded.scripts {
-            if let Some(engine) = self.server.scripts.as_mut() {
+        if let Some(engine) = self.server.scripts.as_mut() {
+            for body in &loaded.scripting.scripts {
                 if let Ok(s) = engine.load(body) {
                     self.stream_scripts.insert(s.sha.clone(), body.clone());
+                }
+            }
+            // The snapshot's libraries are the whole set at its offset.
+            engine.functions.flush();
+            for code in &loaded.scripting.libraries {
+                if let Err(e) = engine.functions.load(code, true, false) {
+                    log::warning(&format!("A function library of the snapshot failed to load: {e}"));
                 }
             }
         }

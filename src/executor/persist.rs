@@ -345,6 +345,13 @@ impl Executor {
         v
     }
 
+    /// What a new base snapshot carries besides the keys: the script bodies and the
+    /// function libraries.
+    pub(super) fn snapshot_scripting(&self) -> snapshot::Scripting {
+        let libraries = self.server.scripts.as_ref().map(|e| e.functions.libraries().map(|l| l.code.clone()).collect()).unwrap_or_default();
+        snapshot::Scripting { scripts: self.script_table().into_iter().map(|(_, body)| body).collect(), libraries }
+    }
+
     /// Opens the log at start (`appendonly yes`): loads what the directory holds, or starts
     /// a fresh generation. An error means the server must not start.
     pub fn start_aof(&mut self) -> Result<(), String> {
@@ -366,7 +373,7 @@ impl Executor {
             log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
             aof
         } else {
-            let snap = snapshot::encode(&self.ks, &[], 0, 0);
+            let snap = snapshot::encode(&self.ks, &self.snapshot_scripting(), 0, 0);
             let incr =
                 dir.new_generation(&snap).map_err(|e| format!("Can't create the append-only directory {}: {e}", dir.path.display()))?;
             log::notice(&format!("Creating AOF base file {} on server start", dir.manifest.base.as_ref().map_or("", |b| b.name.as_str())));
@@ -393,7 +400,7 @@ impl Executor {
     /// BGREWRITEAOF: starts a rewrite (a new incremental file now, the new base snapshot
     /// serialized between batches by `rewrite_tick`).
     pub(super) fn rewrite_aof(&mut self) -> Result<(), String> {
-        let scripts = self.script_table();
+        let scripting = self.snapshot_scripting();
         let Some(aof) = self.aof.as_mut() else { return Err("ERR the append only file is off".into()) };
         if aof.rewrite.is_some() {
             return Err("ERR Background append only file rewriting already in progress".into());
@@ -401,7 +408,7 @@ impl Executor {
         aof.flush()?;
         let started = Instant::now();
         let stream_db = if aof.verbatim { self.master_client.as_ref().map_or(self.master_db, |c| c.db) as u32 } else { 0 };
-        if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripts, stream_db) {
+        if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripting, stream_db) {
             aof.stats.last_rewrite_ok = false;
             log::warning(&format!("Can't rewrite append only file in background: {e}"));
             return Err(format!("ERR Background AOF rewrite failed: {e}"));
@@ -494,12 +501,11 @@ impl Executor {
             (true, false) => {
                 let mut dir = self.aof_dir();
                 let _ = dir.read_manifest();
-                let bodies: Vec<Bytes> = self.script_table().into_iter().map(|(_, body)| body).collect();
                 // The log continues the replication stream's offsets (0 for a server that
                 // never replicated).
                 let offset = self.server.repl.offset;
                 let stream_db = if self.server.repl.master.is_some() { self.master_db as u32 } else { 0 };
-                let snap = snapshot::encode(&self.ks, &bodies, offset, stream_db);
+                let snap = snapshot::encode(&self.ks, &self.snapshot_scripting(), offset, stream_db);
                 let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
                 let mut aof = Aof::open(dir, &incr, policy, offset, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
                 aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
@@ -631,7 +637,7 @@ impl Executor {
             db.clear();
         }
         if let Some(engine) = self.server.scripts.as_mut() {
-            let _ = engine.flush();
+            let _ = engine.reset();
         }
         // Offsets start again from the files: nothing waits on the old ones (all written).
         for c in self.server.clients.values_mut() {

@@ -559,7 +559,7 @@ impl Executor {
             db.clear();
         }
         if let Some(engine) = self.server.scripts.as_mut() {
-            let _ = engine.flush();
+            let _ = engine.reset();
         }
         self.stream_scripts.clear();
         match self.aof.take() {

@@ -90,7 +90,17 @@ impl Executor {
         client.deny_blocking = true;
         let watch = engine.watch.clone();
         // A record of the stream or of the log being loaded: never killed.
-        watch.start(self.loading);
+        let running = call.function.then(|| {
+            let name = engine.functions.get(call.sha.as_bytes()).map_or_else(|| call.sha.clone(), |f| f.name.clone());
+            crate::scripting::RunningFunction {
+                name,
+                argv: args.to_vec(),
+                started: std::time::Instant::now(),
+                libraries: engine.functions.library_count(),
+                functions: engine.functions.registered_count(),
+            }
+        });
+        watch.start(self.loading, running);
         let pump = self.inbox.clone().map(|inbox| std::rc::Rc::new(move || inbox.pump()) as std::rc::Rc<dyn Fn()>);
         let mut bridge = ScriptBridge {
             exec: self,
@@ -101,7 +111,11 @@ impl Executor {
             write_allowed: false,
             outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
-        let (reply, end) = engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump);
+        let (reply, end) = if call.function {
+            engine.run_function(call.sha.as_bytes(), keys, argv, &mut bridge, threshold, pump)
+        } else {
+            engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump)
+        };
         let outcome = std::mem::take(&mut bridge.outcome);
         watch.finish();
         client.in_script = false;

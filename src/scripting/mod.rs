@@ -19,6 +19,7 @@
 
 mod api;
 pub mod convert;
+pub mod functions;
 mod lib_bit;
 mod lib_cjson;
 mod lib_cmsgpack;
@@ -38,7 +39,7 @@ use mlua::{Function, HookTriggers, Lua, Value, VmState};
 use sha1::{Digest, Sha1};
 
 pub use api::REPL_AOF;
-pub use watch::{KillOutcome, ScriptWatch};
+pub use watch::{KillOutcome, RunningFunction, ScriptWatch};
 
 use crate::protocol::{ProtocolVersion, Reply};
 
@@ -168,6 +169,8 @@ pub struct ScriptEngine {
     scripts: HashMap<String, Script>,
     bodies_bytes: usize,
     pub watch: Arc<ScriptWatch>,
+    /// The function libraries, in their own Lua state.
+    pub functions: functions::Functions,
 }
 
 /// The lowercase hex SHA1 of `data`.
@@ -177,9 +180,9 @@ pub fn sha1_hex(data: &[u8]) -> String {
 
 impl ScriptEngine {
     pub fn new(watch: Arc<ScriptWatch>) -> mlua::Result<ScriptEngine> {
-        let (lua, runner) = sandbox::new_state()?;
+        let (lua, runner) = sandbox::new_state(sandbox::Kind::Eval)?;
         install_hook(&lua)?;
-        Ok(ScriptEngine { lua, runner, scripts: HashMap::new(), bodies_bytes: 0, watch })
+        Ok(ScriptEngine { lua, runner, scripts: HashMap::new(), bodies_bytes: 0, watch, functions: functions::Functions::new()? })
     }
 
     /// Compiles and caches `body` (EVAL, SCRIPT LOAD); returns the cached script. Errors are
@@ -222,8 +225,19 @@ impl ScriptEngine {
     /// SCRIPT FLUSH: a new Lua state, as Redis does (the scripts, their garbage and any
     /// library setting are gone).
     pub fn flush(&mut self) -> mlua::Result<()> {
-        *self = ScriptEngine::new(self.watch.clone())?;
+        let (lua, runner) = sandbox::new_state(sandbox::Kind::Eval)?;
+        install_hook(&lua)?;
+        (self.lua, self.runner) = (lua, runner);
+        self.scripts.clear();
+        self.bodies_bytes = 0;
         Ok(())
+    }
+
+    /// The script cache and every function library: the state a reload or a full
+    /// synchronization replaces.
+    pub fn reset(&mut self) -> mlua::Result<()> {
+        self.functions.flush();
+        self.flush()
     }
 
     /// Every cached script (the base snapshot's script table).
@@ -264,25 +278,82 @@ impl ScriptEngine {
         if let Err(e) = result {
             return (Reply::Error(format!("ERR Error running script {sha}, {e}").into()), RunEnd::Finished);
         }
+        let run = Run { name: sha, source: "@user_script", busy_threshold_ms, busy_pump, watch: self.watch.clone() };
+        run.execute(&self.lua, host, || self.runner.call::<(bool, Value)>(func))
+    }
+
+    /// Runs the library function `name` (FCALL) with `keys` and `argv` as its arguments.
+    pub fn run_function(
+        &mut self,
+        name: &[u8],
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn ScriptHost,
+        busy_threshold_ms: u64,
+        busy_pump: Option<std::rc::Rc<dyn Fn()>>,
+    ) -> (Reply, RunEnd) {
+        let fns = &self.functions;
+        let Some(def) = fns.get(name) else {
+            return (Reply::error("ERR Function not found"), RunEnd::Finished);
+        };
+        let (func, fname) = (def.func.clone(), def.name.clone());
+        let tables = string_table(&fns.lua, keys).and_then(|k| Ok((k, string_table(&fns.lua, argv)?)));
+        let (k, a) = match tables {
+            Ok(t) => t,
+            Err(e) => return (Reply::Error(format!("ERR Error running script {fname}, {e}").into()), RunEnd::Finished),
+        };
+        let run = Run { name: &fname, source: "@user_function", busy_threshold_ms, busy_pump, watch: self.watch.clone() };
+        run.execute(&fns.lua, host, || fns.runner.call::<(bool, Value)>((func, k, a)))
+    }
+
+    fn prepare_args(&self, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
+        sandbox::set_keys_and_argv(&self.lua, string_table(&self.lua, keys)?, string_table(&self.lua, argv)?)
+    }
+}
+
+/// A Lua array of strings.
+fn string_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<mlua::Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(&item[..])?)?;
+    }
+    Ok(t)
+}
+
+/// One run of a script or function: its name (in errors and the slow-script warning), its
+/// chunk's name and the busy control.
+struct Run<'a> {
+    name: &'a str,
+    source: &'static str,
+    busy_threshold_ms: u64,
+    busy_pump: Option<std::rc::Rc<dyn Fn()>>,
+    watch: Arc<ScriptWatch>,
+}
+
+impl Run<'_> {
+    /// Calls `call` (the runner) with the run's state installed in `lua`; turns its result
+    /// into the caller's reply.
+    fn execute(self, lua: &Lua, host: &mut dyn ScriptHost, call: impl FnOnce() -> mlua::Result<(bool, Value)>) -> (Reply, RunEnd) {
+        let name = self.name;
         // SAFETY (lifetime erasure): the pointer lives in RunState only until
         // `remove_app_data` below, while `host` is still mutably borrowed by this call.
         let host: *mut (dyn ScriptHost + '_) = host;
         let host: *mut (dyn ScriptHost + 'static) = unsafe { std::mem::transmute(host) };
-        self.lua.set_app_data(RunState {
+        lua.set_app_data(RunState {
             host,
             resp: ProtocolVersion::Resp2,
             repl: api::REPL_ALL as u8,
             rng: rand::Lrand48::seeded(0),
             watch: self.watch.clone(),
             started: Instant::now(),
-            busy_threshold_ms,
-            sha: sha.to_string(),
+            busy_threshold_ms: self.busy_threshold_ms,
+            sha: name.to_string(),
             timed_out: false,
-            busy_pump,
+            busy_pump: self.busy_pump,
         });
-        let result = self.runner.call::<(bool, Value)>(func);
+        let result = call();
         // Booleans convert by the script's protocol (redis.setresp), nulls by the caller's.
-        let script_resp = self.lua.remove_app_data::<RunState>().map_or(ProtocolVersion::Resp2, |r| r.resp);
+        let script_resp = lua.remove_app_data::<RunState>().map_or(ProtocolVersion::Resp2, |r| r.resp);
         let end = if self.watch.shutdown_requested() {
             RunEnd::Shutdown
         } else if self.watch.killed() {
@@ -292,31 +363,19 @@ impl ScriptEngine {
         };
         let reply = match result {
             _ if end == RunEnd::Killed => {
-                let line = self.lua.app_data_ref::<KilledAt>().map(|k| k.0).unwrap_or(1);
-                Reply::Error(format!("ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{line}.").into())
+                let line = lua.app_data_ref::<KilledAt>().map(|k| k.0).unwrap_or(1);
+                Reply::Error(format!("ERR Script killed by user with SCRIPT KILL... script: {name}, on {}:{line}.", self.source).into())
             }
             Ok((true, value)) => convert::lua_to_reply(&value, script_resp),
-            Ok((false, err)) => error_reply(sha, &err),
-            Err(e) => Reply::Error(format!("ERR Error running script {sha}, {}", first_line(&e.to_string())).into()),
+            Ok((false, err)) => error_reply(name, &err),
+            Err(e) => Reply::Error(format!("ERR Error running script {name}, {}", first_line(&e.to_string())).into()),
         };
-        self.lua.remove_app_data::<KilledAt>();
+        lua.remove_app_data::<KilledAt>();
         // Garbage of this run goes now rather than during the next one.
-        if self.lua.used_memory() > 32 * 1024 * 1024 {
-            let _ = self.lua.gc_collect();
+        if lua.used_memory() > 32 * 1024 * 1024 {
+            let _ = lua.gc_collect();
         }
         (reply, end)
-    }
-
-    fn prepare_args(&self, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
-        let k = self.lua.create_table_with_capacity(keys.len(), 0)?;
-        for (i, key) in keys.iter().enumerate() {
-            k.raw_set(i + 1, self.lua.create_string(&key[..])?)?;
-        }
-        let a = self.lua.create_table_with_capacity(argv.len(), 0)?;
-        for (i, arg) in argv.iter().enumerate() {
-            a.raw_set(i + 1, self.lua.create_string(&arg[..])?)?;
-        }
-        sandbox::set_keys_and_argv(&self.lua, k, a)
     }
 }
 
@@ -325,8 +384,15 @@ struct KilledAt(i32);
 
 /// The count hook: busy detection (and, once busy, answering other clients), SCRIPT KILL,
 /// SHUTDOWN NOSAVE.
-fn install_hook(lua: &Lua) -> mlua::Result<()> {
+pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
     lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), |lua, debug| {
+        // A library's code at FUNCTION LOAD: only its time limit applies.
+        if let Some(mut loading) = lua.app_data_mut::<functions::Loading>() {
+            if loading.check_timeout() {
+                return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
+            }
+            return Ok(VmState::Continue);
+        }
         let pump = {
             let Some(mut run) = lua.app_data_mut::<RunState>() else { return Ok(VmState::Continue) };
             let elapsed = run.started.elapsed().as_millis() as u64;
@@ -396,12 +462,12 @@ fn truncate(s: &str, max: usize) -> &str {
     }
 }
 
-fn first_line(s: &str) -> &str {
+pub(crate) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
 /// The Lua message of a compile error (`user_script:1: unexpected symbol near '<eof>'`).
-fn compile_error_text(e: &mlua::Error) -> String {
+pub(crate) fn compile_error_text(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => first_line(&other.to_string()).to_string(),

@@ -140,8 +140,23 @@ local xpcall, handler = xpcall, __redis__err__handler
 return function(f) return xpcall(f, handler) end
 "#;
 
+/// Runs a library's function with its keys and arguments under the error handler.
+const FUNCTION_RUNNER: &str = r#"
+local xpcall, handler = xpcall, __redis__err__handler
+return function(f, keys, args) return xpcall(function() return f(keys, args) end, handler) end
+"#;
+
+/// Which engine a state serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// EVAL: KEYS and ARGV are globals.
+    Eval,
+    /// Functions: keys and arguments are the function's parameters; no KEYS/ARGV globals.
+    Functions,
+}
+
 /// Builds a closed Lua state; returns it with the function that runs a script.
-pub fn new_state() -> mlua::Result<(Lua, Function)> {
+pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
     // SAFETY: the debug library is loaded only to be captured by the error handler and the
     // strict-globals chunk, then removed from the globals before any script runs.
@@ -159,11 +174,13 @@ pub fn new_state() -> mlua::Result<(Lua, Function)> {
     // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
     globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
     lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
-    globals.raw_set("KEYS", lua.create_table()?)?;
-    globals.raw_set("ARGV", lua.create_table()?)?;
+    if kind == Kind::Eval {
+        globals.raw_set("KEYS", lua.create_table()?)?;
+        globals.raw_set("ARGV", lua.create_table()?)?;
+    }
     lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
     globals.raw_set("debug", Value::Nil)?;
-    let runner: Function = lua.load(RUNNER).set_name("=[runner]").call(())?;
+    let runner: Function = lua.load(if kind == Kind::Eval { RUNNER } else { FUNCTION_RUNNER }).set_name("=[runner]").call(())?;
     protect_everything(&lua)?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok((lua, runner))
@@ -229,6 +246,25 @@ fn protect_everything(lua: &Lua) -> mlua::Result<()> {
             protect_recursively(state);
         })
     }
+}
+
+/// Makes `table`, everything under it and its metatables read-only.
+pub fn protect(lua: &Lua, table: &Table) -> mlua::Result<()> {
+    // SAFETY: as in `protect_everything`: one table pushed, walked, popped.
+    unsafe {
+        lua.exec_raw::<()>(table.clone(), |state| {
+            protect_recursively(state);
+            mlua::ffi::lua_pop(state, 1);
+        })
+    }
+}
+
+/// Switches the read-only mark of the table at `idx`.
+///
+/// # Safety
+/// `idx` must be a valid index of a table on `state`'s stack.
+pub unsafe fn set_readonly(state: *mut mlua::ffi::lua_State, idx: c_int, on: bool) {
+    lua_enablereadonlytable(state, idx, on as c_int);
 }
 
 /// Protects the table on top of the stack and everything under it.

@@ -8,6 +8,10 @@
 //! replies themselves are `executor::busy_answers`, driven by the command table.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bytes::Bytes;
 
 const IDLE: u8 = 0;
 const RUNNING: u8 = 1;
@@ -23,6 +27,20 @@ pub enum KillOutcome {
     /// The script came from the primary's stream (or the log being loaded): it must run to
     /// its end, or the replica would diverge.
     UnkillableMaster,
+    /// SCRIPT KILL of a function, or FUNCTION KILL of an EVAL script: Redis refuses with
+    /// the BUSY text that names the right command.
+    WrongKind,
+}
+
+/// The function an FCALL runs: what FUNCTION STATS shows while it is busy.
+#[derive(Debug, Clone)]
+pub struct RunningFunction {
+    pub name: String,
+    /// The FCALL command as the client sent it.
+    pub argv: Vec<Bytes>,
+    pub started: Instant,
+    pub libraries: usize,
+    pub functions: usize,
 }
 
 #[derive(Debug, Default)]
@@ -31,13 +49,20 @@ pub struct ScriptWatch {
     timed_out: AtomicBool,
     shutdown: AtomicBool,
     from_master: AtomicBool,
+    /// The running script is a function (FCALL), not an EVAL script.
+    function: AtomicBool,
+    running_function: Mutex<Option<RunningFunction>>,
 }
 
 impl ScriptWatch {
     /// A script starts (executor); `from_master`: it is a record of the replication stream
     /// or of the log being loaded.
-    pub fn start(&self, from_master: bool) {
+    pub fn start(&self, from_master: bool, function: Option<RunningFunction>) {
         self.from_master.store(from_master, Ordering::Release);
+        self.function.store(function.is_some(), Ordering::Release);
+        if let Ok(mut running) = self.running_function.lock() {
+            *running = function;
+        }
         self.timed_out.store(false, Ordering::Release);
         self.state.store(RUNNING, Ordering::Release);
     }
@@ -46,6 +71,22 @@ impl ScriptWatch {
     pub fn finish(&self) {
         self.state.store(IDLE, Ordering::Release);
         self.timed_out.store(false, Ordering::Release);
+        if let Ok(mut running) = self.running_function.lock() {
+            *running = None;
+        }
+    }
+
+    /// Whether the running script is a function (which BUSY text other clients get).
+    pub fn is_function(&self) -> bool {
+        self.function.load(Ordering::Acquire)
+    }
+
+    /// The running function, if a function runs.
+    pub fn running_function(&self) -> Option<RunningFunction> {
+        if self.state.load(Ordering::Acquire) == IDLE {
+            return None;
+        }
+        self.running_function.lock().ok().and_then(|r| r.clone())
     }
 
     /// Before the script's first write (executor): false when a kill got there first, and
@@ -67,10 +108,21 @@ impl ScriptWatch {
         self.timed_out.load(Ordering::Acquire) && self.state.load(Ordering::Acquire) != IDLE
     }
 
-    /// SCRIPT KILL (connection tasks, or the executor when nothing runs).
-    pub fn kill(&self) -> KillOutcome {
-        if self.from_master.load(Ordering::Acquire) && self.state.load(Ordering::Acquire) != IDLE {
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (connection tasks). Redis's order of
+    /// checks: nothing runs, a master's script, a script that wrote, the wrong command.
+    pub fn kill(&self, function: bool) -> KillOutcome {
+        let state = self.state.load(Ordering::Acquire);
+        if state == IDLE {
+            return KillOutcome::NotBusy;
+        }
+        if self.from_master.load(Ordering::Acquire) {
             return KillOutcome::UnkillableMaster;
+        }
+        if state == WROTE {
+            return KillOutcome::Unkillable;
+        }
+        if self.function.load(Ordering::Acquire) != function {
+            return KillOutcome::WrongKind;
         }
         match self.state.compare_exchange(RUNNING, KILLED, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => KillOutcome::Killed,
@@ -106,19 +158,28 @@ mod tests {
     #[test]
     fn a_script_that_wrote_cannot_be_killed_and_a_killed_one_cannot_write() {
         let w = ScriptWatch::default();
-        assert_eq!(w.kill(), KillOutcome::NotBusy);
-        w.start(false);
+        assert_eq!(w.kill(false), KillOutcome::NotBusy);
+        w.start(false, None);
         assert!(w.may_write());
-        assert_eq!(w.kill(), KillOutcome::Unkillable);
+        assert_eq!(w.kill(false), KillOutcome::Unkillable);
         w.finish();
-        w.start(true);
-        assert_eq!(w.kill(), KillOutcome::UnkillableMaster);
+        w.start(true, None);
+        assert_eq!(w.kill(false), KillOutcome::UnkillableMaster);
         w.finish();
-        w.start(false);
-        assert_eq!(w.kill(), KillOutcome::Killed);
+        w.start(false, None);
+        assert_eq!(w.kill(true), KillOutcome::WrongKind);
+        assert_eq!(w.kill(false), KillOutcome::Killed);
         assert!(!w.may_write());
         assert!(w.must_abort());
         w.finish();
         assert!(!w.must_abort());
+        let f = RunningFunction { name: "f".into(), argv: vec![], started: Instant::now(), libraries: 1, functions: 1 };
+        w.start(false, Some(f));
+        assert!(w.is_function());
+        assert_eq!(w.running_function().map(|f| f.name), Some("f".to_string()));
+        assert_eq!(w.kill(false), KillOutcome::WrongKind);
+        assert_eq!(w.kill(true), KillOutcome::Killed);
+        w.finish();
+        assert!(w.running_function().is_none());
     }
 }

@@ -1,0 +1,410 @@
+//! Redis Functions (FUNCTION LOAD & co., FCALL, FCALL_RO) with the real binary: replies
+//! compared byte for byte with redis-server 7.0 (errors, LIST, STATS, DUMP/RESTORE payloads in
+//! both directions, RESP2 and RESP3), busy functions seen by a second client (FUNCTION KILL,
+//! FUNCTION STATS, the BUSY texts), libraries surviving kill -9, a rewrite and DEBUG RELOAD,
+//! and replicas receiving them by full synchronization and by the stream.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::diff::{Cmp, DiffPair, Resp};
+use common::Server;
+use redis::Connection;
+
+const LIB: &str = r#"#!lua name=mylib
+local function my_hset(keys, args)
+  local hash = keys[1]
+  return redis.call('HSET', hash, '_last_modified_', '1', unpack(args))
+end
+redis.register_function('my_hset', my_hset)
+redis.register_function{function_name='my_get', callback=function(keys, args) return redis.call('GET', keys[1]) end, flags={'no-writes'}, description='reads a key'}
+redis.register_function{function_name='fail', callback=function() return redis.call('INCR', 'str') end}
+redis.register_function{function_name='oom_ok', callback=function() return 1 end, flags={'allow-oom', 'no-writes', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys'}}"#;
+
+const SPIN: &str = "#!lua name=spinlib\nredis.register_function{function_name='spin', callback=function() local i = 0 while true do i = i + 1 end end, flags={'no-writes'}}";
+
+fn q<T: redis::FromRedisValue>(c: &mut Connection, parts: &[&str]) -> T {
+    let mut cmd = redis::cmd(parts[0]);
+    for p in &parts[1..] {
+        cmd.arg(*p);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
+fn err(c: &mut Connection, parts: &[&str]) -> String {
+    let mut cmd = redis::cmd(parts[0]);
+    for p in &parts[1..] {
+        cmd.arg(*p);
+    }
+    match cmd.query::<redis::Value>(c) {
+        Ok(v) => panic!("{parts:?} answered {v:?}, not an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Sends `args` to both servers on connection `i` and asserts the replies are equal.
+fn same(d: &mut DiffPair, args: &[&[u8]]) -> Vec<u8> {
+    match d.check(args) {
+        Ok(Ok(reply)) => reply.raw,
+        Ok(Err(broken)) => panic!("{broken}"),
+        Err(diff) => panic!("{diff}"),
+    }
+}
+
+/// Every aggregate's elements sorted, recursively: Redis lists libraries and their functions
+/// in hash order (seeded per process), so only the contents are comparable.
+fn deep_sorted(r: &Resp) -> Resp {
+    match r {
+        Resp::Agg(t, items) => {
+            let mut items: Vec<Resp> = items.iter().map(deep_sorted).collect();
+            items.sort();
+            Resp::Agg(*t, items)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Sends `args` to both servers and asserts the replies hold the same elements.
+fn same_contents(d: &mut DiffPair, args: &[&str]) {
+    match d.exchange(args) {
+        (Ok(a), Ok(b)) => assert_eq!(deep_sorted(&a.value), deep_sorted(&b.value), "{args:?}"),
+        (a, b) => panic!("{args:?}: redis {a:?}, ours {b:?}"),
+    }
+}
+
+#[test]
+fn function_commands_match_redis_in_resp2_and_resp3() {
+    let mut d = DiffPair::start();
+    let load = |d: &mut DiffPair, code: &str| {
+        same(d, &[b"FUNCTION", b"LOAD", code.as_bytes()]);
+    };
+    load(&mut d, LIB);
+    // Every registration and metadata error, as Redis words it.
+    for code in [
+        LIB,
+        "#!lua name=bad\nredis.call('set','a','b')",
+        "#!lua name=bad\nfoo = 1",
+        "#!lua name=bad engine=foo\nreturn 1",
+        "#!lua name=bad foo=bar\nreturn 1",
+        "#!lua\nreturn 1",
+        "#!lua name=\nreturn 1",
+        "#!lua name=a-b\nreturn 1",
+        "#!js name=x\nreturn 1",
+        "no shebang",
+        "#!lua name=empty\nreturn 1",
+        "#!lua name=syntax\nreturn (",
+        "#!lua name=err\nerror('boom')",
+        "#!lua name=err\nerror({err='table boom'})",
+        "#!lua name=clash\nredis.register_function('my_hset', function() end)",
+        "#!lua name=badname\nredis.register_function('a b', function() end)",
+        "#!lua name=badname\nredis.register_function('', function() end)",
+        "#!lua name=badcb\nredis.register_function('f', 'not a function')",
+        "#!lua name=badcb\nredis.register_function('f')",
+        "#!lua name=badcb\nredis.register_function()",
+        "#!lua name=badflag\nredis.register_function{function_name='f', callback=function() end, flags={'nope'}}",
+        "#!lua name=badflag\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
+        "#!lua name=badarg\nredis.register_function{function_name='f', callback=function() end, unknown=1}",
+        "#!lua name=badarg\nredis.register_function{callback=function() end}",
+        "#!lua name=badarg\nredis.register_function{function_name='f', callback=function() end, description=1}",
+        "#!lua name=g\nredis.register_function('g', function() end) redis.log(redis.LOG_WARNING, 'loading g') return redis.REDIS_VERSION_NUM",
+        "#!lua name=sandbox\nlocal x = redis.call\nredis.register_function('s', function() end)",
+        "#!lua name=sandbox2\nredis.register_function('s2', function() return math.random() end) setmetatable(_G, nil)",
+    ] {
+        load(&mut d, code);
+    }
+    d.assert_script(
+        "fcall",
+        &[
+            "FCALL my_hset 1 h a b c d",
+            "FCALL MY_HSET 1 h a b",
+            "HGETALL h",
+            "SET k v",
+            "FCALL_RO my_get 1 k",
+            "FCALL_RO my_hset 1 k",
+            "FCALL my_get 1 h",
+            "FCALL fail 0",
+            "SET str notanumber",
+            "FCALL fail 0",
+            "FCALL nope 0",
+            "FCALL my_get x",
+            "FCALL my_get 5 a",
+            "FCALL my_get -1",
+            "FCALL",
+            "FCALL my_get",
+            "FCALL_RO oom_ok 0",
+            "FCALL g 0",
+            "FCALL s 0",
+            "FUNCTION LIST LIBRARYNAME sandbox2",
+            "FUNCTION LIST WITHCODE LIBRARYNAME g*",
+            "FUNCTION LIST LIBRARYNAME nomatch",
+            "FUNCTION LIST WITHCODE WITHCODE",
+            "FUNCTION LIST LIBRARYNAME",
+            "FUNCTION LIST foo",
+            "FUNCTION STATS",
+            "FUNCTION STATS x",
+            "FUNCTION KILL",
+            "FUNCTION HELP",
+            "FUNCTION nope",
+            "FUNCTION RESTORE garbage",
+            "FUNCTION RESTORE x foo",
+            "FUNCTION RESTORE x append extra",
+            "FUNCTION FLUSH bad",
+            "FUNCTION LOAD",
+            "FUNCTION LOAD replace",
+            "FUNCTION LOAD foo x",
+            "FUNCTION DELETE nope",
+            "FUNCTION DELETE",
+            "FUNCTION DELETE g",
+            "FUNCTION DELETE sandbox",
+            "FUNCTION DELETE sandbox2",
+            "SCRIPT FLUSH",
+            "FCALL_RO my_get 1 k",
+            "FUNCTION LIST LIBRARYNAME nomatch",
+        ],
+    );
+    for args in
+        [&["FUNCTION", "LIST"][..], &["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "my*"], &["FUNCTION", "LIST", "LIBRARYNAME", "MYLIB"]]
+    {
+        same_contents(&mut d, args);
+    }
+    // RESP3: flags are a set, the library list maps.
+    let _ = d.hello(3).expect("HELLO 3");
+    same_contents(&mut d, &["FUNCTION", "LIST", "WITHCODE"]);
+    d.assert_script("resp3", &["FUNCTION STATS", "FCALL_RO my_get 1 k", "FCALL_RO my_get 1 nokey", "FUNCTION LIST LIBRARYNAME x"]);
+    d.assert_script(
+        "delete and flush",
+        &["FUNCTION DELETE mylib", "FUNCTION LIST", "FCALL my_get 1 k", "FUNCTION FLUSH SYNC", "FUNCTION DUMP", "FUNCTION STATS"],
+    );
+}
+
+#[test]
+fn dump_payloads_cross_between_redis_and_vermilion() {
+    let mut d = DiffPair::start();
+    same(&mut d, &[b"FUNCTION", b"LOAD", LIB.as_bytes()]);
+    same(&mut d, &[b"FUNCTION", b"LOAD", SPIN.as_bytes()]);
+    let theirs = match d.redis_call(&["FUNCTION", "DUMP"]) {
+        Ok(r) => r.value.as_bytes().expect("a bulk payload").to_vec(),
+        Err(e) => panic!("{e:?}"),
+    };
+    let ours = match d.ours_call(&["FUNCTION", "DUMP"]) {
+        Ok(r) => r.value.as_bytes().expect("a bulk payload").to_vec(),
+        Err(e) => panic!("{e:?}"),
+    };
+    // Redis compresses long strings (LZF) and we do not: the sizes differ, the contents not.
+    assert!(theirs.len() > 100 && ours.len() > theirs.len(), "{} {}", theirs.len(), ours.len());
+    // Each side restores the other's payload: collisions first, then every policy.
+    for (name, payload) in [("redis's", &theirs), ("ours", &ours)] {
+        let (a, b) = d.exchange(&[&b"FUNCTION"[..], b"RESTORE", payload, b"FLUSH"]);
+        assert!(common::diff::same(&a, &b, Cmp::Exact), "RESTORE FLUSH of {name} payload: redis {a:?}, ours {b:?}");
+        // Both libraries exist: which one APPEND names is Redis's hash order.
+        for args in [vec![&b"FUNCTION"[..], b"RESTORE", payload], vec![&b"FUNCTION"[..], b"RESTORE", payload, b"APPEND"]] {
+            for (side, got) in [("redis", d.redis_call(&args)), ("ours", d.ours_call(&args))] {
+                let text = got.map(|r| String::from_utf8_lossy(&r.raw).into_owned()).unwrap_or_default();
+                let named = ["mylib", "spinlib"].iter().any(|l| text == format!("-ERR Library {l} already exists\r\n"));
+                assert!(named, "RESTORE of {name} payload on {side}: {text}");
+            }
+        }
+        for args in [vec![&b"FUNCTION"[..], b"RESTORE", payload, b"REPLACE"], vec![&b"FUNCTION"[..], b"RESTORE", payload, b"FLUSH"]] {
+            let (a, b) = d.exchange(&args);
+            assert!(common::diff::same(&a, &b, Cmp::Exact), "RESTORE of {name} payload: redis {a:?}, ours {b:?}");
+        }
+        same_contents(&mut d, &["FUNCTION", "LIST", "LIBRARYNAME", "mylib", "WITHCODE"]);
+        same(&mut d, &[b"FCALL", b"my_hset", b"1", b"h", b"f", b"v"]);
+        same(&mut d, &[b"FUNCTION", b"FLUSH"]);
+        let mut corrupt = payload.clone();
+        let mid = corrupt.len() / 2;
+        corrupt[mid] ^= 0x55;
+        same(&mut d, &[b"FUNCTION", b"RESTORE", &corrupt]);
+        // A key's DUMP payload is not a function payload.
+        same(&mut d, &[b"SET", b"plain", b"value"]);
+    }
+    let key_payload = match d.redis_call(&["DUMP", "plain"]) {
+        Ok(r) => r.value.as_bytes().expect("a bulk payload").to_vec(),
+        Err(e) => panic!("{e:?}"),
+    };
+    same(&mut d, &[b"FUNCTION", b"RESTORE", &key_payload]);
+    same(&mut d, &[b"FUNCTION", b"STATS"]);
+}
+
+fn wait_busy(c: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match redis::cmd("PING").query::<String>(c) {
+            Err(e) if e.to_string().contains("BUSY") => return,
+            _ if Instant::now() > deadline => panic!("never busy"),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+#[test]
+fn a_busy_function_is_reported_by_function_stats_and_killed_by_function_kill_only() {
+    let mut d = DiffPair::start_with(&["--busy-reply-threshold", "100"], &["--busy-reply-threshold", "100"]);
+    same(&mut d, &[b"FUNCTION", b"LOAD", SPIN.as_bytes()]);
+    d.on(1);
+    d.on(0);
+    // FCALL spin on connection 0 of both servers; connection 1 watches.
+    {
+        let (r, o) = d.conns(0);
+        r.cmd(&["FCALL", "spin", "0", "extra-arg"]).expect("send");
+        o.cmd(&["FCALL", "spin", "0", "extra-arg"]).expect("send");
+    }
+    let mut watcher_r = d.redis.client();
+    let mut watcher_o = d.ours.client();
+    wait_busy(&mut watcher_r);
+    wait_busy(&mut watcher_o);
+    d.on(1);
+    same(&mut d, &[b"GET", b"k"]);
+    same(&mut d, &[b"SCRIPT", b"KILL"]);
+    // The running script: its name, the FCALL as sent, and a duration.
+    let (a, b) = d.exchange(&[&b"FUNCTION"[..], b"STATS"]);
+    assert!(common::diff::same(&a, &b, Cmp::IgnoreInts), "FUNCTION STATS: redis {a:?}, ours {b:?}");
+    let text = b.as_ref().map(|r| String::from_utf8_lossy(&r.raw).into_owned()).unwrap_or_default();
+    assert!(text.contains("spin") && text.contains("extra-arg"), "{text}");
+    same(&mut d, &[b"FUNCTION", b"KILL"]);
+    let (r, o) = d.conns(0);
+    let (a, b) = (r.read(), o.read());
+    assert!(common::diff::same(&a, &b, Cmp::Exact), "the killed FCALL: redis {a:?}, ours {b:?}");
+    same(&mut d, &[b"FUNCTION", b"KILL"]);
+    // An EVAL script is not a function: FUNCTION KILL and FUNCTION STATS refuse it.
+    {
+        let (r, o) = d.conns(0);
+        r.cmd(&["EVAL", "while true do end", "0"]).expect("send");
+        o.cmd(&["EVAL", "while true do end", "0"]).expect("send");
+    }
+    wait_busy(&mut watcher_r);
+    wait_busy(&mut watcher_o);
+    d.on(1);
+    same(&mut d, &[b"FUNCTION", b"KILL"]);
+    same(&mut d, &[b"FUNCTION", b"STATS"]);
+    same(&mut d, &[b"GET", b"k"]);
+    same(&mut d, &[b"SCRIPT", b"KILL"]);
+    let (r, o) = d.conns(0);
+    let (a, b) = (r.read(), o.read());
+    assert!(common::diff::same(&a, &b, Cmp::Exact), "the killed EVAL: redis {a:?}, ours {b:?}");
+    // A function that wrote cannot be killed; SHUTDOWN NOSAVE is the way out.
+    let mut c = d.ours.client();
+    let _: String = q(
+        &mut c,
+        &["FUNCTION", "LOAD", "#!lua name=w\nredis.register_function('w', function() redis.call('SET', 'w', 1) while true do end end)"],
+    );
+    let mut runner = d.ours.raw();
+    runner.cmd(&[b"FCALL", b"w", b"0"]);
+    wait_busy(&mut watcher_o);
+    assert!(err(&mut watcher_o, &["FUNCTION", "KILL"]).contains("UNKILLABLE"));
+}
+
+fn digest(c: &mut Connection) -> String {
+    q(c, &["DEBUG", "DIGEST"])
+}
+
+fn dump(c: &mut Connection) -> Vec<u8> {
+    q(c, &["FUNCTION", "DUMP"])
+}
+
+#[test]
+fn libraries_survive_kill_9_a_rewrite_and_debug_reload() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", LIB]);
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", SPIN]);
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", "#!lua name=gone\nredis.register_function('gone', function() return 1 end)"]);
+    let _: () = q(&mut c, &["FUNCTION", "DELETE", "gone"]);
+    let _: i64 = q(&mut c, &["FCALL", "my_hset", "1", "h", "a", "1"]);
+    let libs = dump(&mut c);
+    let data = digest(&mut c);
+    // The log holds the FCALL whole, like an EVAL.
+    let log = std::fs::read_dir(s.dir.path().join("appendonlydir"))
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".incr."))
+        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).expect("read")).into_owned())
+        .collect::<String>();
+    assert!(log.contains("FCALL") && log.contains("my_hset"), "{log}");
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(dump(&mut c), libs, "the log replays FUNCTION LOAD and DELETE");
+    assert_eq!(digest(&mut c), data);
+    let _: String = q(&mut c, &["BGREWRITEAOF"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while q::<String>(&mut c, &["INFO", "persistence"]).contains("aof_rewrite_in_progress:1") {
+        assert!(Instant::now() < deadline, "the rewrite never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _: i64 = q(&mut c, &["FCALL", "my_hset", "1", "h", "b", "2"]);
+    let data = digest(&mut c);
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(dump(&mut c), libs, "the base snapshot holds the libraries");
+    assert_eq!(digest(&mut c), data);
+    let memory: String = q(&mut c, &["INFO", "memory"]);
+    assert!(memory.contains("number_of_functions:5\r\n") && memory.contains("number_of_libraries:2\r\n"), "{memory}");
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(dump(&mut c), libs);
+    assert_eq!(digest(&mut c), data);
+    // A flush is logged too: after it and a kill -9 nothing comes back.
+    let _: () = q(&mut c, &["FUNCTION", "FLUSH"]);
+    s.restart(&[]);
+    let mut c = s.client();
+    let listed: Vec<redis::Value> = q(&mut c, &["FUNCTION", "LIST"]);
+    assert!(listed.is_empty(), "{listed:?}");
+    assert!(err(&mut c, &["FCALL", "my_get", "1", "h"]).contains("Function not found"));
+}
+
+#[test]
+fn replicas_receive_libraries_by_full_sync_and_by_the_stream() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    let _: String = q(&mut p, &["FUNCTION", "LOAD", LIB]);
+    let _: i64 = q(&mut p, &["FCALL", "my_hset", "1", "h", "a", "1"]);
+    let _: () = q(&mut p, &["SET", "k", "v"]);
+    let replica = Server::start(&[]);
+    let mut r = replica.client();
+    let _: String = q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]);
+    // The stream: a second library and a write through it.
+    let _: String = q(&mut p, &["FUNCTION", "LOAD", SPIN]);
+    let _: i64 = q(&mut p, &["FCALL", "my_hset", "1", "h2", "b", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let synced = q::<i64>(&mut r, &["EXISTS", "h2"]) == 1 && dump(&mut r) == dump(&mut p);
+        if synced {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica never received the libraries");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(digest(&mut r), digest(&mut p));
+    // A read-only replica runs no-writes functions and refuses the rest.
+    assert_eq!(q::<String>(&mut r, &["FCALL_RO", "my_get", "1", "k"]), "v");
+    let e = err(&mut r, &["FCALL", "my_hset", "1", "h", "x", "y"]);
+    assert!(e.contains("You can't write against a read only replica."), "{e}");
+    let e = err(&mut r, &["FUNCTION", "LOAD", SPIN]);
+    assert!(e.contains("You can't write against a read only replica."), "{e}");
+    let _: () = q(&mut p, &["FUNCTION", "DELETE", "spinlib"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dump(&mut r) != dump(&mut p) {
+        assert!(Instant::now() < deadline, "the replica never deleted the library");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn names_differing_in_case_within_a_library_load_run_and_delete_cleanly() {
+    // Redis 7.0.15 registers both, finds one by FCALL and then crashes on FUNCTION DELETE
+    // (it unlinks the shared case-insensitive entry twice); we delete cleanly.
+    let s = Server::start(&[]);
+    let mut c = s.client();
+    let code =
+        "#!lua name=dup\nredis.register_function('f1', function() return 1 end) redis.register_function('F1', function() return 2 end)";
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", code]);
+    assert_eq!(q::<i64>(&mut c, &["FCALL", "f1", "0"]), q::<i64>(&mut c, &["FCALL", "F1", "0"]));
+    let stats: Vec<redis::Value> = q(&mut c, &["FUNCTION", "STATS"]);
+    assert!(format!("{stats:?}").contains("functions_count"), "{stats:?}");
+    let memory: String = q(&mut c, &["INFO", "memory"]);
+    assert!(memory.contains("number_of_functions:1\r\n"), "{memory}");
+    let _: () = q(&mut c, &["FUNCTION", "DELETE", "dup"]);
+    assert!(err(&mut c, &["FCALL", "f1", "0"]).contains("Function not found"));
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", code]);
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+}
