@@ -408,3 +408,54 @@ fn names_differing_in_case_within_a_library_load_run_and_delete_cleanly() {
     let _: String = q(&mut c, &["FUNCTION", "LOAD", code]);
     assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
 }
+
+#[test]
+fn function_flags_decide_oom_stale_and_read_only_refusals_as_redis() {
+    let mut d = DiffPair::start();
+    same(&mut d, &[b"FUNCTION", b"LOAD", LIB.as_bytes()]);
+    let dead = common::free_port().to_string();
+    d.assert_script(
+        "flags",
+        &[
+            "SET big xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "CONFIG SET maxmemory 1",
+            // Without no-writes or allow-oom the call is refused as a deny-oom command.
+            "FCALL my_hset 1 h a b",
+            "FCALL_RO my_get 1 big",
+            "FCALL_RO oom_ok 0",
+            "FCALL_RO my_hset 1 h a b",
+            "EVAL \"#!lua\\nreturn redis.call('set','a',1)\" 1 a",
+            "EVAL \"#!lua flags=no-writes\\nreturn 1\" 0",
+            "MULTI",
+            "FCALL_RO my_get 1 big",
+            "EXEC",
+            "CONFIG SET maxmemory 0",
+            // Inside EXEC the script's own text.
+            "MULTI",
+            "FCALL my_hset 1 h a b",
+            "CONFIG SET maxmemory 1",
+            "FCALL my_hset 1 h a b",
+            "FCALL_RO my_get 1 big",
+            "CONFIG SET maxmemory 0",
+            "EXEC",
+            "CONFIG SET replica-serve-stale-data no",
+        ],
+    );
+    same(&mut d, &[b"REPLICAOF", b"127.0.0.1", dead.as_bytes()]);
+    d.assert_script(
+        "stale replica",
+        &[
+            "FCALL my_hset 1 h a b",
+            "FCALL_RO my_get 1 big",
+            "FCALL_RO oom_ok 0",
+            "EVAL \"#!lua flags=no-writes,allow-stale\\nreturn 1\" 0",
+            "EVAL \"#!lua flags=no-writes\\nreturn 1\" 0",
+            "CONFIG SET replica-serve-stale-data yes",
+            "FCALL my_hset 1 h a b",
+            "FCALL_RO my_get 1 big",
+            "FCALL_RO my_hset 1 h a b",
+            "EVAL \"#!lua\\nreturn 1\" 0",
+            "REPLICAOF NO ONE",
+        ],
+    );
+}

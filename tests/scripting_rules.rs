@@ -164,13 +164,14 @@ fn scripts_respect_maxmemory() {
     let err = eval(&mut c, "return redis.call('set', 'a', '1')", &[], &[]).unwrap_err().to_string();
     assert!(err.contains("command not allowed when used memory > 'maxmemory'"), "{err}");
     // Reads and deletions still work; allow-oom scripts may write; shebang scripts without it
-    // are refused before they start.
+    // (nor no-writes) are refused before they start, as a deny-oom command (Redis 7.0.15's text).
     assert_eq!(eval(&mut c, "return redis.call('get', 'a')", &[], &[]).unwrap(), Value::Nil);
     assert_eq!(eval(&mut c, "return redis.call('del', 'a')", &[], &[]).unwrap(), Value::Int(0));
     let ok = eval(&mut c, "#!lua flags=allow-oom\nreturn redis.call('set', 'a', '1')", &[], &[]).unwrap();
     assert_eq!(ok, Value::Okay);
     let err = eval(&mut c, "#!lua\nreturn 1", &[], &[]).unwrap_err().to_string();
-    assert!(err.contains("allow-oom flag is not set on the script"), "{err}");
+    assert!(err.contains("command not allowed when used memory > 'maxmemory'.") && !err.contains("script:"), "{err}");
+    assert_eq!(eval(&mut c, "#!lua flags=no-writes\nreturn 1", &[], &[]).unwrap(), Value::Int(1));
 }
 
 #[test]

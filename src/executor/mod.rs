@@ -663,15 +663,8 @@ impl Executor {
                 return Self::reject(client, refusal);
             }
         }
-        if !cmd.has(Flag::Stale) && !self.loading && !self.server.replica_serve_stale {
-            if let Some(m) = &self.server.repl.master {
-                if !m.synced {
-                    return Self::reject(
-                        client,
-                        Reply::error("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."),
-                    );
-                }
-            }
+        if !cmd.has(Flag::Stale) && !self.loading && self.stale_replica() {
+            return Self::reject(client, Reply::error(replicate::MASTERDOWN));
         }
         // Inside MULTI everything but the transaction commands themselves is queued.
         if let Some(queue) = client.multi.as_mut() {

@@ -22,6 +22,7 @@ use crate::replication::{self, Backlog, LinkShared, MasterLink, Peer, PeerState,
 use crate::state::{Client, ClientId, ClientOutput};
 
 pub(super) const READONLY: &str = "READONLY You can't write against a read only replica.";
+pub(super) const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 /// How long stream bytes may wait in a replica's output before they are written, and how
 /// many make them go at once.
@@ -41,6 +42,12 @@ impl Executor {
     /// Whether this server is a replica refusing writes from clients.
     pub(super) fn read_only_replica(&self) -> bool {
         self.server.repl.master.is_some() && self.server.replica_read_only
+    }
+
+    /// A replica whose link is not synchronized, set not to serve stale data: only commands
+    /// flagged `stale` run.
+    pub(super) fn stale_replica(&self) -> bool {
+        !self.server.replica_serve_stale && self.server.repl.master.as_ref().is_some_and(|m| !m.synced)
     }
 
     /// Why a client's write must be refused for replication reasons: a read-only replica, or

@@ -10,7 +10,7 @@
 
 use bytes::Bytes;
 
-use super::replicate::READONLY;
+use super::replicate::{MASTERDOWN, READONLY};
 use super::Executor;
 use crate::commands::scripting::ScriptCall;
 use crate::commands::{self, CommandSpec, Flag, Resolved};
@@ -59,17 +59,9 @@ impl Executor {
         // Replaying the log: what ran then runs now, whatever memory says.
         let oom = !self.loading && self.server.maxmemory > 0 && !self.within_maxmemory();
         if !flags.compat {
-            if !flags.allow_oom && oom {
+            if let Some(refusal) = self.script_refusal(client, flags, call.read_only, oom) {
                 self.server.scripts = Some(engine);
-                return Reply::error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'");
-            }
-            if !flags.no_writes && call.read_only {
-                self.server.scripts = Some(engine);
-                return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
-            }
-            if !flags.no_writes && !self.loading && self.read_only_replica() {
-                self.server.scripts = Some(engine);
-                return Reply::error(READONLY);
+                return refusal;
             }
         }
         // Replies of other clients produced earlier in this batch go out now: a long script
@@ -134,6 +126,42 @@ impl Executor {
             return Reply::NoReply;
         }
         reply
+    }
+}
+
+impl Executor {
+    /// Why a script with declared flags (a shebang or a function's registration) may not run.
+    /// Redis turns those flags into the command's (write, deny-oom, stale) before its usual
+    /// checks, so a client's call gets those checks' texts in their order; inside EXEC the
+    /// script's own texts.
+    fn script_refusal(&self, client: &Client, flags: crate::scripting::ScriptFlags, ro_command: bool, oom: bool) -> Option<Reply> {
+        if self.loading {
+            return None;
+        }
+        let top = !client.in_exec;
+        if oom && !flags.allow_oom && !flags.no_writes {
+            return Some(Reply::error(if top {
+                "OOM command not allowed when used memory > 'maxmemory'."
+            } else {
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
+            }));
+        }
+        if !flags.no_writes {
+            if top {
+                if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
+                    return Some(refusal);
+                }
+            } else if self.read_only_replica() {
+                return Some(Reply::error(READONLY));
+            }
+        }
+        if top && !flags.allow_stale && self.stale_replica() {
+            return Some(Reply::error(MASTERDOWN));
+        }
+        if !flags.no_writes && ro_command {
+            return Some(Reply::error("ERR Can not execute a script with write flag using *_ro command."));
+        }
+        None
     }
 }
 
