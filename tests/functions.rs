@@ -110,6 +110,9 @@ fn function_commands_match_redis_in_resp2_and_resp3() {
         "#!lua name=g\nredis.register_function('g', function() end) redis.log(redis.LOG_WARNING, 'loading g') return redis.REDIS_VERSION_NUM",
         "#!lua name=sandbox\nlocal x = redis.call\nredis.register_function('s', function() end)",
         "#!lua name=sandbox2\nredis.register_function('s2', function() return math.random() end) setmetatable(_G, nil)",
+        // The load may run 500 ms at most.
+        "#!lua name=loop\nwhile true do end",
+        "#!lua name=t\nlocal t = {} for i=1,10 do t[i]=i end\nredis.register_function('x', function() return redis.setresp(3) end)\nredis.register_function('y', function() return redis.call('ping') end)\nredis.register_function('z', function() return math.random() end)",
     ] {
         load(&mut d, code);
     }
@@ -135,6 +138,10 @@ fn function_commands_match_redis_in_resp2_and_resp3() {
             "FCALL_RO oom_ok 0",
             "FCALL g 0",
             "FCALL s 0",
+            "FCALL x 0",
+            "FCALL y 0",
+            "FCALL z 0",
+            "FUNCTION DELETE t",
             "FUNCTION LIST LIBRARYNAME sandbox2",
             "FUNCTION LIST WITHCODE LIBRARYNAME g*",
             "FUNCTION LIST LIBRARYNAME nomatch",
