@@ -1,6 +1,7 @@
 //! The base-snapshot decoder on arbitrary bytes: never panics, never allocates more than the
 //! input can describe. Odd first byte: the rest builds a keyspace, which is encoded; the
-//! encoding decodes to the same dataset digest, and every single flipped byte is refused.
+//! encoding decodes to the same dataset digest and scripting state (scripts and function
+//! libraries), and every single flipped byte is refused.
 #![no_main]
 
 use bytes::Bytes;
@@ -50,10 +51,15 @@ fuzz_target!(|data: &[u8]| {
     let _ = snapshot::decode(data, &mut Keyspace::new(16), &snapshot::BuildLimits::default());
     if data.first().is_some_and(|b| b & 1 == 1) {
         let ks = build(&data[1..]);
-        let bytes = snapshot::encode(&ks, &[Bytes::from_static(b"return 1")], 7, 0);
+        let scripting = snapshot::Scripting {
+            scripts: vec![Bytes::from_static(b"return 1")],
+            libraries: vec![Bytes::copy_from_slice(&data[1..data.len().min(64)])],
+        };
+        let bytes = snapshot::encode(&ks, &scripting, 7, 0);
         let mut back = Keyspace::new(16);
         let loaded = snapshot::decode(&bytes, &mut back, &snapshot::BuildLimits::default()).expect("our own encoding decodes");
         assert_eq!(loaded.log_offset, 7);
+        assert_eq!(loaded.scripting, scripting);
         assert_eq!(vermilion::db::digest::dataset_digest(&back), vermilion::db::digest::dataset_digest(&ks));
         let at = data.len() % bytes.len();
         let mut bad = bytes.clone();
