@@ -6,6 +6,10 @@
 //! cursor order, so a full iteration returns every key present throughout it even when the
 //! table grows or shrinks between calls. Entries keep their hash, so resizing never rehashes
 //! a key.
+//!
+//! The chaining, resizing and scanning live in [`RawTable`], which stores items that need not
+//! contain their key: a sorted set's member index holds only skiplist node ids, and compares
+//! members through the skiplist (one copy of each member, as in Redis).
 
 use std::hash::{BuildHasher, RandomState};
 
@@ -14,29 +18,31 @@ use bytes::Bytes;
 const NIL: u32 = u32::MAX;
 const MIN_BUCKETS: usize = 4;
 
-struct Slot<V> {
-    key: Bytes,
-    value: V,
+#[derive(Clone)]
+struct Slot<T> {
+    item: T,
     hash: u64,
     next: u32,
 }
 
-/// A map from binary keys to `V`.
-pub struct KeyTable<V> {
-    entries: Vec<Slot<V>>,
+/// Chained buckets over a dense vector of items; the caller says how an item's key compares
+/// (`eq`) and hashes the key with [`RawTable::hash`].
+#[derive(Clone)]
+pub struct RawTable<T> {
+    entries: Vec<Slot<T>>,
     buckets: Vec<u32>,
     hasher: RandomState,
 }
 
-impl<V> Default for KeyTable<V> {
+impl<T> Default for RawTable<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<V> KeyTable<V> {
+impl<T> RawTable<T> {
     pub fn new() -> Self {
-        KeyTable { entries: Vec::new(), buckets: vec![NIL; MIN_BUCKETS], hasher: RandomState::new() }
+        RawTable { entries: Vec::new(), buckets: vec![NIL; MIN_BUCKETS], hasher: RandomState::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -47,7 +53,8 @@ impl<V> KeyTable<V> {
         self.entries.is_empty()
     }
 
-    fn hash(&self, key: &[u8]) -> u64 {
+    /// The hash of a key, as this table's items must be found by.
+    pub fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }
 
@@ -55,11 +62,12 @@ impl<V> KeyTable<V> {
         (self.buckets.len() - 1) as u64
     }
 
-    fn find(&self, key: &[u8], hash: u64) -> Option<usize> {
+    /// The dense position of the item with hash `hash` for which `eq` holds.
+    pub fn find(&self, hash: u64, mut eq: impl FnMut(&T) -> bool) -> Option<usize> {
         let mut i = self.buckets[(hash & self.mask()) as usize];
         while i != NIL {
             let slot = &self.entries[i as usize];
-            if slot.hash == hash && slot.key[..] == *key {
+            if slot.hash == hash && eq(&slot.item) {
                 return Some(i as usize);
             }
             i = slot.next;
@@ -67,39 +75,16 @@ impl<V> KeyTable<V> {
         None
     }
 
-    /// The dense position of `key`, valid until the next insert or remove: lets a caller
-    /// look at and then change an entry with one hash computation.
-    pub fn position(&self, key: &[u8]) -> Option<usize> {
-        self.find(key, self.hash(key))
+    pub fn item(&self, index: usize) -> Option<&T> {
+        self.entries.get(index).map(|s| &s.item)
     }
 
-    pub fn value_at(&self, index: usize) -> &V {
-        &self.entries[index].value
+    pub fn item_mut(&mut self, index: usize) -> Option<&mut T> {
+        self.entries.get_mut(index).map(|s| &mut s.item)
     }
 
-    pub fn value_at_mut(&mut self, index: usize) -> &mut V {
-        &mut self.entries[index].value
-    }
-
-    pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.find(key, self.hash(key)).map(|i| &self.entries[i].value)
-    }
-
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let i = self.find(key, self.hash(key))?;
-        Some(&mut self.entries[i].value)
-    }
-
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.find(key, self.hash(key)).is_some()
-    }
-
-    /// Inserts or replaces; returns the previous value.
-    pub fn insert(&mut self, key: Bytes, value: V) -> Option<V> {
-        let hash = self.hash(&key);
-        if let Some(i) = self.find(&key, hash) {
-            return Some(std::mem::replace(&mut self.entries[i].value, value));
-        }
+    /// Adds an item whose key is not present (the caller checked with `find`).
+    pub fn push(&mut self, hash: u64, item: T) {
         if self.entries.len() >= self.buckets.len() {
             self.resize(self.buckets.len() * 2);
         }
@@ -110,15 +95,12 @@ impl<V> KeyTable<V> {
         if self.entries.len() == self.entries.capacity() && self.entries.len() < 16 {
             self.entries.reserve_exact(1);
         }
-        self.entries.push(Slot { key, value, hash, next: self.buckets[b] });
+        self.entries.push(Slot { item, hash, next: self.buckets[b] });
         self.buckets[b] = idx;
-        None
     }
 
-    /// Removes `key`, returning its stored key and value.
-    pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, V)> {
-        let hash = self.hash(key);
-        let i = self.find(key, hash)?;
+    /// Removes the item at dense position `i`; the last item takes its place.
+    pub fn remove_at(&mut self, i: usize) -> T {
         self.unlink(i);
         let last = self.entries.len() - 1;
         if i != last {
@@ -130,7 +112,7 @@ impl<V> KeyTable<V> {
         if self.buckets.len() > MIN_BUCKETS && self.entries.len() * 10 < self.buckets.len() {
             self.resize((self.entries.len().max(1) * 2).next_power_of_two().max(MIN_BUCKETS));
         }
-        Some((slot.key, slot.value))
+        slot.item
     }
 
     /// Takes slot `i` out of its bucket chain.
@@ -178,34 +160,17 @@ impl<V> KeyTable<V> {
         }
     }
 
-    pub fn clear(&mut self) {
-        *self = KeyTable::new();
-    }
-
-    /// The entry at dense position `index` (for uniform random sampling).
-    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut V)> {
-        self.entries.get_mut(index).map(|s| (&s.key, &mut s.value))
-    }
-
-    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &V)> {
-        self.entries.get(index).map(|s| (&s.key, &s.value))
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &V)> {
-        self.entries.iter().map(|s| (&s.key, &s.value))
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
-        self.entries.iter().map(|s| &s.key)
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.entries.iter().map(|s| &s.item)
     }
 
     /// Visits the bucket at `cursor` (and, like Redis, returns the next cursor; 0 = done).
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes, &V)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&T)) -> u64 {
         let mask = self.mask();
         let mut i = self.buckets[(cursor & mask) as usize];
         while i != NIL {
             let slot = &self.entries[i as usize];
-            visit(&slot.key, &slot.value);
+            visit(&slot.item);
             i = slot.next;
         }
         // Increment the reversed cursor over the mask's bits (Redis's dictScan).
@@ -213,6 +178,105 @@ impl<V> KeyTable<V> {
         v = v.reverse_bits();
         v = v.wrapping_add(1);
         v.reverse_bits()
+    }
+}
+
+/// A map from binary keys to `V`.
+pub struct KeyTable<V> {
+    raw: RawTable<(Bytes, V)>,
+}
+
+impl<V> Default for KeyTable<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> KeyTable<V> {
+    pub fn new() -> Self {
+        KeyTable { raw: RawTable::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        self.raw.find(self.raw.hash(key), |(k, _)| k[..] == *key)
+    }
+
+    /// The dense position of `key`, valid until the next insert or remove: lets a caller
+    /// look at and then change an entry with one hash computation.
+    pub fn position(&self, key: &[u8]) -> Option<usize> {
+        self.find(key)
+    }
+
+    /// The value at a dense position (`index` < `len()`).
+    pub fn value_at(&self, index: usize) -> &V {
+        &self.raw.entries[index].item.1
+    }
+
+    pub fn value_at_mut(&mut self, index: usize) -> &mut V {
+        &mut self.raw.entries[index].item.1
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.find(key).map(|i| self.value_at(i))
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        let i = self.find(key)?;
+        Some(self.value_at_mut(i))
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: Bytes, value: V) -> Option<V> {
+        let hash = self.raw.hash(&key);
+        if let Some(i) = self.raw.find(hash, |(k, _)| *k == key) {
+            return Some(std::mem::replace(self.value_at_mut(i), value));
+        }
+        self.raw.push(hash, (key, value));
+        None
+    }
+
+    /// Removes `key`, returning its stored key and value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, V)> {
+        let i = self.find(key)?;
+        Some(self.raw.remove_at(i))
+    }
+
+    pub fn clear(&mut self) {
+        *self = KeyTable::new();
+    }
+
+    /// The entry at dense position `index` (for uniform random sampling).
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut V)> {
+        self.raw.item_mut(index).map(|(k, v)| (&*k, v))
+    }
+
+    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &V)> {
+        self.raw.item(index).map(|(k, v)| (k, v))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &V)> {
+        self.raw.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
+        self.raw.iter().map(|(k, _)| k)
+    }
+
+    /// Visits the bucket at `cursor` (and, like Redis, returns the next cursor; 0 = done).
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes, &V)) -> u64 {
+        self.raw.scan_step(cursor, |(k, v)| visit(k, v))
     }
 }
 
