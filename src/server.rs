@@ -1,9 +1,10 @@
 //! The network edge: tokio listeners and one task per connection.
 //!
-//! A connection task reads bytes, decodes every complete command in its buffer, sends them to
-//! the executor as one batch, waits for that batch's replies and writes them with one write.
-//! It reads nothing more while a batch is in flight, which bounds what a client that
-//! pipelines without reading can make the server hold.
+//! A connection task reads bytes, decodes every complete command in its buffer and sends them
+//! to the executor as one batch. The executor writes the replies to the socket itself; the
+//! task writes only what would have blocked. With 16 batches in flight it stops reading,
+//! which bounds what a client that pipelines without reading can make the server hold.
+//! Under `io-threads 1` these tasks run on the executor thread, while it waits for requests.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -274,6 +274,44 @@ fn busy_script_can_be_killed_when_it_has_not_written() {
     assert!(read_line(&runner).starts_with("-ERR Script killed by user"));
 }
 
+/// With `io-threads` above 1 the connections run on threads of their own instead of on the
+/// executor's (the default): pipelines from several clients, a busy script's BUSY answers and
+/// SCRIPT KILL work the same way there.
+#[test]
+fn network_threads_of_their_own_serve_pipelines_and_busy_answers() {
+    let s = Server::start(&["--io-threads", "2", "--busy-reply-threshold", "100"]);
+    let clients: Vec<_> = (0..4)
+        .map(|t| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
+                let mut pipe = redis::pipe();
+                for i in 0..200 {
+                    pipe.cmd("SET").arg(format!("k{t}:{i}")).arg(i).ignore();
+                }
+                for i in 0..200 {
+                    pipe.cmd("GET").arg(format!("k{t}:{i}"));
+                }
+                let got: Vec<u32> = pipe.query(&mut c).unwrap();
+                assert_eq!(got, (0..200).collect::<Vec<u32>>());
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let mut other = s.client();
+    let n: u64 = redis::cmd("DBSIZE").query(&mut other).unwrap();
+    assert_eq!(n, 800);
+    let runner = start_script(s.port, "local i = 0 while true do i = i + 1 end");
+    wait_busy(&mut other);
+    let ok: String = redis::cmd("SCRIPT").arg("KILL").query(&mut other).unwrap();
+    assert_eq!(ok, "OK");
+    assert!(read_line(&runner).starts_with("-ERR Script killed by user"));
+    let pong: String = redis::cmd("PING").query(&mut other).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
 #[test]
 fn busy_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server() {
     let mut s = Server::start(&["--busy-reply-threshold", "100"]);

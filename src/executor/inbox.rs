@@ -11,13 +11,13 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::Request;
+use super::{Request, RequestRx};
 use crate::commands::{self, Flag, Resolved};
 use crate::protocol::ProtocolVersion;
 use crate::scripting::{KillOutcome, ScriptWatch};
@@ -26,8 +26,29 @@ use crate::state::{ClientId, ClientOutput, ConnFlags};
 /// Where a client's replies go without the executor: its task's channel and flags.
 type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
 
+/// How the executor thread waits for requests.
+pub struct Waiter {
+    runtime: tokio::runtime::Runtime,
+    /// The runtime holds the connections (io-threads 1): while the executor waits it runs
+    /// them, so a request costs no thread hand-off; a busy script or a long load drives it
+    /// through [`Inbox::pump`] / [`Inbox::drive_network`], as Redis processes events then.
+    network: bool,
+}
+
+impl Waiter {
+    /// `network`: the connections' current-thread runtime; without it, a runtime of its own
+    /// for the timer.
+    pub fn new(network: Option<tokio::runtime::Runtime>) -> std::io::Result<Waiter> {
+        Ok(match network {
+            Some(runtime) => Waiter { runtime, network: true },
+            None => Waiter { runtime: tokio::runtime::Builder::new_current_thread().enable_time().build()?, network: false },
+        })
+    }
+}
+
 pub struct Inbox {
-    rx: Receiver<Request>,
+    rx: RefCell<RequestRx>,
+    waiter: Waiter,
     kept: RefCell<VecDeque<Request>>,
     /// How to answer each connected client without the executor's client table.
     outputs: RefCell<HashMap<ClientId, Output>>,
@@ -35,23 +56,43 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(rx: Receiver<Request>, watch: Arc<ScriptWatch>) -> Inbox {
-        Inbox { rx, kept: RefCell::new(VecDeque::new()), outputs: RefCell::new(HashMap::new()), watch }
+    pub fn new(rx: RequestRx, waiter: Waiter, watch: Arc<ScriptWatch>) -> Inbox {
+        Inbox { rx: RefCell::new(rx), waiter, kept: RefCell::new(VecDeque::new()), outputs: RefCell::new(HashMap::new()), watch }
     }
 
-    /// The next request: kept ones first, then the channel's.
+    /// The next request: kept ones first, then the channel's, waiting at most `wait` (and
+    /// running the connections meanwhile when the executor drives them).
     pub fn next(&self, wait: Duration) -> Result<Request, RecvTimeoutError> {
         if let Some(req) = self.kept.borrow_mut().pop_front() {
             return Ok(req);
         }
-        self.rx.recv_timeout(wait)
+        let mut rx = self.rx.borrow_mut();
+        self.waiter.runtime.block_on(async {
+            match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(Some(req)) => Ok(req),
+                Ok(None) => Err(RecvTimeoutError::Disconnected),
+                Err(_) => Err(RecvTimeoutError::Timeout),
+            }
+        })
     }
 
     pub fn try_next(&self) -> Option<Request> {
         if let Some(req) = self.kept.borrow_mut().pop_front() {
             return Some(req);
         }
-        self.rx.try_recv().ok()
+        self.rx.borrow_mut().try_recv().ok()
+    }
+
+    /// Lets the connections run once (reads, accepts, BUSY and LOADING answers) while the
+    /// executor is held by a script or a load; a no-op when they run on threads of their own.
+    pub fn drive_network(&self) {
+        if self.waiter.network {
+            self.waiter.runtime.block_on(async {
+                // The first yield lets the I/O driver run, the second the tasks it woke.
+                tokio::task::yield_now().await;
+                tokio::task::yield_now().await;
+            });
+        }
     }
 
     pub fn connected(&self, id: ClientId, tx: UnboundedSender<ClientOutput>, flags: Arc<ConnFlags>) {
@@ -64,7 +105,9 @@ impl Inbox {
 
     /// Answers what can be answered while a script is busy; keeps the rest.
     pub fn pump(&self) {
-        while let Ok(req) = self.rx.try_recv() {
+        self.drive_network();
+        loop {
+            let Ok(req) = self.rx.borrow_mut().try_recv() else { break };
             // A client that connected during the script can be answered before the executor
             // has seen its connection.
             if let Request::Connect { id, tx, flags, .. } = &req {
@@ -103,6 +146,31 @@ impl Inbox {
                     self.kept.borrow_mut().push_back(Request::Commands { id, cmds, protocol_error: None });
                 }
             }
+        }
+    }
+}
+
+/// Runs the connections now and then during a long load, so that clients get their LOADING
+/// answers (and a replica's link keeps reading) while the executor replays.
+pub struct LoadPump {
+    inbox: Option<std::rc::Rc<Inbox>>,
+    last: std::time::Instant,
+    calls: u32,
+}
+
+impl LoadPump {
+    pub fn new(inbox: Option<std::rc::Rc<Inbox>>) -> LoadPump {
+        LoadPump { inbox, last: std::time::Instant::now(), calls: 0 }
+    }
+
+    /// Called per record or key; the clock is read every 256 calls (or every call when
+    /// `slow`, as with `key-load-delay`), the network driven every 10 ms.
+    pub fn tick(&mut self, slow: bool) {
+        let Some(inbox) = &self.inbox else { return };
+        self.calls = self.calls.wrapping_add(1);
+        if (slow || self.calls.is_multiple_of(256)) && self.last.elapsed() >= Duration::from_millis(10) {
+            inbox.drive_network();
+            self.last = std::time::Instant::now();
         }
     }
 }

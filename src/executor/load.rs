@@ -125,10 +125,12 @@ impl Executor {
         let (file_start, mut count) = (self.loading_progress.0, 0u64);
         // Redis's test knob: microseconds to wait per record (tests watch a load this way).
         let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
+        let mut pump = super::inbox::LoadPump::new(self.inbox.clone());
         format::replay_checked(&data[..verdict.valid_len], |rec| {
             if delay > 0 {
                 std::thread::sleep(std::time::Duration::from_micros(delay));
             }
+            pump.tick(delay > 0);
             count += 1;
             if count.is_multiple_of(4096) {
                 self.report_loading(file_start + rec.offset as u64);
@@ -184,10 +186,12 @@ impl Executor {
         let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
         let databases = self.ks.dbs.len();
         let ks = &mut self.ks;
+        let mut pump = super::inbox::LoadPump::new(self.inbox.clone());
         let loaded = snapshot::decode_with(data, &limits, databases, |db, key, value, expire_at| {
             if delay > 0 {
                 std::thread::sleep(std::time::Duration::from_micros(delay));
             }
+            pump.tick(delay > 0);
             ks.db_mut(db).insert(key, value, expire_at, 0);
         })?;
         if let Some(engine) = self.server.scripts.as_mut() {

@@ -23,7 +23,7 @@ mod replies;
 mod script;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,10 +101,15 @@ pub enum Request {
     },
 }
 
+/// The executor's request channel (tokio's: the executor waits on it while it drives the
+/// network runtime, see `inbox.rs`).
+pub type RequestTx = tokio::sync::mpsc::UnboundedSender<Request>;
+pub type RequestRx = tokio::sync::mpsc::UnboundedReceiver<Request>;
+
 /// The handle the network side keeps.
 #[derive(Clone)]
 pub struct ExecutorHandle {
-    pub tx: Sender<Request>,
+    pub tx: RequestTx,
     pub limits: Arc<SharedLimits>,
     /// The running script's state: connection tasks answer BUSY and SCRIPT KILL from it.
     pub script_watch: Arc<crate::scripting::ScriptWatch>,
@@ -175,7 +180,7 @@ pub struct Executor {
     /// result is that command's reply (see `execute`).
     deferred_persist: Option<(crate::state::PersistRequest, bool)>,
     /// The executor's own request channel, for the log's fsync thread to wake it.
-    wake_tx: Option<Sender<Request>>,
+    wake_tx: Option<RequestTx>,
     /// Bytes loaded so far and when progress was last logged.
     loading_progress: (u64, Instant),
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
@@ -235,9 +240,14 @@ impl Executor {
     }
 
     /// Starts the executor thread; it stops after SHUTDOWN or a signal, or when every sender
-    /// is gone.
-    pub fn spawn(config: Config) -> std::io::Result<(ExecutorHandle, std::thread::JoinHandle<()>)> {
-        let (tx, rx) = std::sync::mpsc::channel();
+    /// is gone. With `network`, a current-thread runtime holding the connections, the
+    /// executor thread drives it whenever it waits for requests (see `inbox.rs`); without it,
+    /// the connections run on threads of their own.
+    pub fn spawn(
+        config: Config,
+        network: Option<tokio::runtime::Runtime>,
+    ) -> std::io::Result<(ExecutorHandle, std::thread::JoinHandle<()>)> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         // The executor is built on its own thread: the Lua state may not cross threads.
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let wake_tx = tx.clone();
@@ -245,14 +255,17 @@ impl Executor {
             let mut exec = Executor::new(config);
             exec.wake_tx = Some(wake_tx);
             let _ = ready_tx.send((exec.server.limits.clone(), exec.server.script_watch.clone()));
-            exec.run(rx)
+            match inbox::Waiter::new(network) {
+                Ok(waiter) => exec.run(rx, waiter),
+                Err(e) => log::warning(&format!("Failed to start the executor's timer: {e}")),
+            }
         })?;
         let (limits, script_watch) = ready_rx.recv().map_err(|_| std::io::Error::other("the executor did not start"))?;
         Ok((ExecutorHandle { tx, limits, script_watch }, join))
     }
 
-    fn run(mut self, rx: Receiver<Request>) {
-        let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, self.server.script_watch.clone()));
+    fn run(mut self, rx: RequestRx, waiter: inbox::Waiter) {
+        let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, waiter, self.server.script_watch.clone()));
         self.inbox = Some(inbox.clone());
         if let Err(e) = self.start_aof() {
             log::warning(&e);
@@ -313,6 +326,8 @@ impl Executor {
             }
             if self.server.shutdown.is_some() {
                 self.shutdown();
+                // The connections write what they hold (the Close messages just sent).
+                inbox.drive_network();
                 return;
             }
             if Instant::now() >= next_cron {

@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,7 +64,7 @@ const CHECKPOINT_LINE: usize = 21;
 /// Runs the link until it is stopped. After each connection the executor says where the next
 /// one resumes (it has applied everything the old one handed over by then: the answer comes
 /// through the same ordered channel).
-pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) {
+pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::executor::RequestTx) {
     let mut resume = cfg.resume.clone();
     loop {
         if shared.stop.load(Ordering::Acquire) {
@@ -98,7 +97,12 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: Sender<Request>) 
 }
 
 /// One connection: handshake, sync, stream. Returns when the connection ends.
-async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &Sender<Request>, resume: &Option<(String, u64)>) -> Result<(), String> {
+async fn session(
+    cfg: &LinkConfig,
+    shared: &LinkShared,
+    tx: &crate::executor::RequestTx,
+    resume: &Option<(String, u64)>,
+) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
     let sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
@@ -262,7 +266,7 @@ async fn stream(
     buf: &mut BytesMut,
     cfg: &LinkConfig,
     shared: &LinkShared,
-    tx: &Sender<Request>,
+    tx: &crate::executor::RequestTx,
     mut next: u64,
 ) -> Result<(), String> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -333,7 +337,7 @@ async fn ack(sock: &mut Sock, shared: &LinkShared) -> Result<(), String> {
 /// skipping the newlines between segments. A newline is an acknowledgement request: it goes
 /// to the executor too, and reaches it behind the segments before it (one ordered channel),
 /// so the acknowledgement covers them.
-fn deliver(buf: &mut BytesMut, link: u64, tx: &Sender<Request>, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
+fn deliver(buf: &mut BytesMut, link: u64, tx: &crate::executor::RequestTx, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
     let cut = split_segments(buf);
     for data in cut.segments {
         let len = data.len() as u64;
