@@ -44,12 +44,9 @@ fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
 /// overwritten key keeps its counter (`dbOverwrite`).
 fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
     let db = ctx.db();
-    let mut lru = lru_clock(ctx.now_ms);
-    if ctx.server.lfu_policy {
-        lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
-    }
-    let created = ctx.ks.db(db).peek(key).is_none();
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc }), expire_at, lru);
+    let lru = lru_clock(ctx.now_ms);
+    let keep_lru = ctx.server.lfu_policy;
+    let created = ctx.ks.db_mut(db).upsert(key, Value::Str(StrValue { data, enc }), expire_at, lru, keep_lru);
     if created {
         ctx.notify(notify::NEW, "new", key);
     }
@@ -357,17 +354,24 @@ pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 
 /// Redis's `incrDecrCommand`: the value is replaced in place, keeping its TTL.
 fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError> {
-    let (exists, old) = match lookup_str(ctx, key, true)? {
-        None => (false, 0),
-        Some(s) => (true, parse_i64(&s.data).ok_or(CmdError::NotInteger)?),
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    // One hash computation, and the digits rewritten in the value's own buffer.
+    let pos = ctx.ks.write_position(db, key, now);
+    let old = match pos.map(|i| &ctx.ks.db(db).entry_at(i).value) {
+        None => 0,
+        Some(Value::Str(s)) => parse_i64(&s.data).ok_or(CmdError::NotInteger)?,
+        Some(_) => return Err(CmdError::WrongType),
     };
     let value = old.checked_add(incr).ok_or(CmdError::Overflow)?;
-    let data = value.to_string().into_bytes();
-    if exists {
-        let db = ctx.db();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::Auto }));
-    } else {
-        store(ctx, key, data, StrEncoding::Auto, None);
+    match pos {
+        Some(i) => ctx.ks.db_mut(db).modify_at(i, |e| {
+            if let Value::Str(s) = &mut e.value {
+                s.data.clear();
+                let _ = std::io::Write::write_fmt(&mut s.data, format_args!("{value}"));
+                s.enc = StrEncoding::Auto;
+            }
+        }),
+        None => store(ctx, key, value.to_string().into_bytes(), StrEncoding::Auto, None),
     }
     ctx.dirty(1);
     ctx.notify(notify::STRING, "incrby", key);

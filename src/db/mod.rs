@@ -130,6 +130,21 @@ impl Default for LfuParams {
     }
 }
 
+/// A key being written: owned by the caller already, or copied only if it is new.
+enum NewKey<'a> {
+    Owned(Bytes),
+    Borrowed(&'a [u8]),
+}
+
+impl NewKey<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            NewKey::Owned(k) => k,
+            NewKey::Borrowed(k) => k,
+        }
+    }
+}
+
 /// One numbered database.
 #[derive(Default)]
 pub struct Db {
@@ -171,6 +186,11 @@ impl Db {
         self.mem
     }
 
+    /// The entry at a dense position (`index` < `len()`).
+    pub fn entry_at(&self, index: usize) -> &Entry {
+        self.keys.value_at(index)
+    }
+
     /// The entry for `key` without any expiry check.
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         self.keys.get(key)
@@ -183,18 +203,48 @@ impl Db {
     /// Inserts or replaces `key`, with the given expiry. `lru` is the access data of the
     /// new entry: normally `lru_clock(now)`; 0 means "the database's current clock".
     pub fn insert(&mut self, key: Bytes, value: Value, expire_at: Option<i64>, lru: u32) {
+        self.put(NewKey::Owned(key), value, expire_at, lru, false);
+    }
+
+    /// [`Db::insert`] for a key the caller only borrows: it is copied only when it is new.
+    /// `keep_lru`: a replaced entry keeps its access data (LFU counters). Returns whether
+    /// the key was created.
+    pub fn upsert(&mut self, key: &[u8], value: Value, expire_at: Option<i64>, lru: u32, keep_lru: bool) -> bool {
+        self.put(NewKey::Borrowed(key), value, expire_at, lru, keep_lru)
+    }
+
+    /// One hash computation per write, whether the key is new or replaced.
+    fn put(&mut self, key: NewKey<'_>, value: Value, expire_at: Option<i64>, lru: u32, keep_lru: bool) -> bool {
         let lru = if lru == 0 { self.clock } else { lru };
-        if let Some(old) = self.keys.get(&key) {
-            self.mem -= entry_mem(&key, old);
+        let snap = self.snap_epoch;
+        let (hash, pos) = self.keys.probe(key.bytes());
+        let Some(i) = pos else {
+            let key = match key {
+                NewKey::Owned(k) => k,
+                NewKey::Borrowed(k) => Bytes::copy_from_slice(k),
+            };
+            let entry = Entry { value, expire_at, lru, snap };
+            self.mem += entry_mem(&key, &entry);
+            if expire_at.is_some() {
+                self.volatile.insert(key.clone(), ());
+            }
+            self.keys.push_absent(hash, key, entry);
+            return true;
+        };
+        let key = key.bytes();
+        let old = self.keys.value_at_mut(i);
+        let old_mem = entry_mem(key, old);
+        let had_expire = old.expire_at.is_some();
+        let lru = if keep_lru { old.lru } else { lru };
+        *old = Entry { value, expire_at, lru, snap };
+        self.mem = self.mem - old_mem + entry_mem(key, old);
+        if expire_at.is_some() && !had_expire {
+            let stored = self.keys.key_at(i).clone();
+            self.volatile.insert(stored, ());
+        } else if expire_at.is_none() && had_expire {
+            self.volatile.remove(key);
         }
-        let entry = Entry { value, expire_at, lru, snap: self.snap_epoch };
-        self.mem += entry_mem(&key, &entry);
-        if expire_at.is_some() {
-            self.volatile.insert(key.clone(), ());
-        } else if self.keys.get(&key).is_some_and(|e| e.expire_at.is_some()) {
-            self.volatile.remove(&key);
-        }
-        self.keys.insert(key, entry);
+        false
     }
 
     /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
@@ -244,7 +294,14 @@ impl Db {
     /// Runs `f` on the entry of an existing key, keeping the memory account and the
     /// volatile index right (`f` may change the value and the expiry).
     pub fn modify<R>(&mut self, key: &[u8], f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        let entry = self.keys.get_mut(key)?;
+        let i = self.keys.position(key)?;
+        Some(self.modify_at(i, f))
+    }
+
+    /// [`Db::modify`] of the entry at a dense position (from [`Keyspace::write_position`],
+    /// with no insert or removal since): no second hash computation.
+    pub fn modify_at<R>(&mut self, index: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
+        let entry = self.keys.value_at_mut(index);
         let before = entry.value.mem_usage();
         let had_expire = entry.expire_at.is_some();
         let r = f(entry);
@@ -252,13 +309,14 @@ impl Db {
         let has_expire = entry.expire_at.is_some();
         self.mem = self.mem + after - before;
         if had_expire != has_expire {
+            let key = self.keys.key_at(index).clone();
             if has_expire {
-                self.volatile.insert(Bytes::copy_from_slice(key), ());
+                self.volatile.insert(key, ());
             } else {
-                self.volatile.remove(key);
+                self.volatile.remove(&key);
             }
         }
-        Some(r)
+        r
     }
 
     /// Removes every key; returns how many there were.
@@ -437,6 +495,12 @@ impl Keyspace {
             self.dbs[db].keys.value_at_mut(pos).touch(now_ms, lfu, rand);
         }
         Some(pos)
+    }
+
+    /// Looks a key up for writing (as [`Keyspace::get_mut`]) and returns its dense position,
+    /// valid in `db_mut(db)` until the next insert or removal.
+    pub fn write_position(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<usize> {
+        self.lookup(db, key, now_ms, true)
     }
 
     /// Looks a key up for reading (Redis's `lookupKeyRead`): expired keys are deleted (or

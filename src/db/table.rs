@@ -237,6 +237,23 @@ impl<V> KeyTable<V> {
         self.find(key).is_some()
     }
 
+    /// The hash of `key` and its dense position: a caller that may then add the key hashes
+    /// it once (see [`KeyTable::push_absent`]).
+    pub fn probe(&self, key: &[u8]) -> (u64, Option<usize>) {
+        let hash = self.raw.hash(key);
+        (hash, self.raw.find(hash, |(k, _)| k[..] == *key))
+    }
+
+    /// Adds a key that `probe` (with no change since) found absent, under the hash it gave.
+    pub fn push_absent(&mut self, hash: u64, key: Bytes, value: V) {
+        self.raw.push(hash, (key, value));
+    }
+
+    /// The stored key at dense position `index` (`index` < `len()`).
+    pub fn key_at(&self, index: usize) -> &Bytes {
+        &self.raw.entries[index].item.0
+    }
+
     /// Inserts or replaces; returns the previous value.
     pub fn insert(&mut self, key: Bytes, value: V) -> Option<V> {
         let hash = self.raw.hash(&key);

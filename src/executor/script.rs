@@ -204,7 +204,7 @@ impl ScriptHost for ScriptBridge<'_> {
         let db = self.client.db;
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
-        let mut reply = self.exec.run_command(self.client, cmd, &argv, false);
+        let (mut reply, _) = self.exec.run_command(self.client, cmd, &argv, None);
         // Keys the command expired (or memory evicted) go before its write, in order.
         for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {
             self.outcome.deletions.push(self.outcome.effects.len());
