@@ -15,6 +15,7 @@
 mod after_command;
 mod blocking;
 mod cron;
+pub use cron::set_memory_release;
 mod inbox;
 mod load;
 mod persist;
@@ -186,6 +187,8 @@ pub struct Executor {
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
+    /// When the cron last ran the allocator's collection (see `cron::set_memory_release`).
+    memory_released_ms: i64,
 }
 
 /// What `used_memory` counts besides the data (Redis reports about this much for an empty
@@ -236,6 +239,7 @@ impl Executor {
             deferred_persist: None,
             wake_tx: None,
             now_ms: crate::clock::now_ms(),
+            memory_released_ms: 0,
         }
     }
 
