@@ -115,26 +115,7 @@ pub fn parse_block_timeout(arg: &[u8], now_ms: i64) -> Result<Option<i64>, CmdEr
     ms.checked_add(now_ms).map(Some).ok_or_else(|| CmdError::other("ERR timeout is out of range"))
 }
 
-/// FNV-1a: the command index is a fixed set of names, so a keyed hash buys nothing there and
-/// the name is hashed on every command.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type CommandIndex = HashMap<&'static [u8], &'static CommandSpec, std::hash::BuildHasherDefault<Fnv>>;
+type CommandIndex = HashMap<&'static [u8], &'static CommandSpec, crate::util::FixedTableHasher>;
 
 fn index() -> &'static CommandIndex {
     static INDEX: OnceLock<CommandIndex> = OnceLock::new();

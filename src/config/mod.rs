@@ -38,6 +38,9 @@ pub struct Param {
 #[derive(Debug, Clone)]
 pub struct Config {
     values: Vec<String>,
+    /// Each value read as an integer (0 when it is not one), kept with `values`: handlers
+    /// read limits such as `hash-max-listpack-entries` on every command.
+    ints: Vec<i64>,
     /// `notify-keyspace-events` as flags, kept apart: its printed form drops `n` next to `A`
     /// (as Redis prints it), so the text cannot be parsed back.
     pub notify_flags: u32,
@@ -62,13 +65,15 @@ impl Config {
         if let Some(i) = Self::index("dir") {
             values[i] = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
         }
-        Config { values, config_file: None, notify_flags: 0, users: Vec::new() }
+        let ints = values.iter().map(|v| v.parse().unwrap_or(0)).collect();
+        Config { values, ints, config_file: None, notify_flags: 0, users: Vec::new() }
     }
 
     fn index(name: &str) -> Option<usize> {
-        static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> = std::sync::OnceLock::new();
+        type Index = std::collections::HashMap<&'static str, usize, crate::util::FixedTableHasher>;
+        static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
         let index = INDEX.get_or_init(|| {
-            let mut m = std::collections::HashMap::new();
+            let mut m = Index::default();
             for (i, p) in params::PARAMS.iter().enumerate() {
                 m.insert(p.name, i);
                 for a in p.aliases {
@@ -95,7 +100,7 @@ impl Config {
     }
 
     pub fn get_int(&self, name: &str) -> i64 {
-        self.get(name).parse().unwrap_or(0)
+        Self::index(name).map_or(0, |i| self.ints[i])
     }
 
     pub fn get_bool(&self, name: &str) -> bool {
@@ -126,6 +131,7 @@ impl Config {
         if p.name == "notify-keyspace-events" {
             self.notify_flags = crate::notify::parse(value).unwrap_or(0);
         }
+        self.ints[i] = canonical.parse().unwrap_or(0);
         self.values[i] = canonical;
         Ok(())
     }
