@@ -92,8 +92,8 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
             e.put(&T_HASH);
             e.put(&(h.len() as u64));
             for (f, v) in h.iter() {
-                e.put(&f[..]);
-                e.put(&v[..]);
+                e.put(f);
+                e.put(v);
             }
         }
     }
@@ -245,7 +245,7 @@ impl<'a> Dec<'a> {
                 for _ in 0..self.count()? {
                     let f = self.bytes()?;
                     let v = self.bytes()?;
-                    h.set(f, Bytes::copy_from_slice(v), limits.hash);
+                    h.set(f, v, limits.hash);
                 }
                 Value::Hash(Box::new(h))
             }

@@ -143,7 +143,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<Reply, 
     notify_new(ctx, &args[1], absent);
     let created = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         h.check_lengths(args[2..].iter().map(|a| &a[..]), limits);
-        args[2..].chunks(2).filter(|p| h.set(&p[0], Bytes::copy_from_slice(&p[1]), limits)).count()
+        args[2..].chunks(2).filter(|p| h.set(&p[0], &p[1], limits)).count()
     })?;
     ctx.dirty((args.len() as u64 - 2) / 2);
     ctx.notify(notify::HASH, "hset", &args[1]);
@@ -177,7 +177,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return false;
         }
         h.check_lengths([field, value], limits);
-        h.set(field, Bytes::copy_from_slice(value), limits)
+        h.set(field, value, limits)
     })?;
     if set {
         ctx.dirty(1);
@@ -191,7 +191,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let h = read(ctx, &args[1], pick)?;
-    Ok(h.and_then(|h| h.get(&args[2])).map_or(Reply::Nil, |v| Reply::Bulk(v.clone())))
+    Ok(h.and_then(|h| h.get(&args[2])).map_or(Reply::Nil, Reply::bulk))
 }
 
 /// ```text
@@ -199,7 +199,7 @@ pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let h = read(ctx, &args[1], pick)?;
-    let out = args[2..].iter().map(|f| h.and_then(|h| h.get(f)).map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))).collect();
+    let out = args[2..].iter().map(|f| h.and_then(|h| h.get(f)).map_or(Reply::Nil, Reply::bulk)).collect();
     Ok(Reply::Array(out))
 }
 
@@ -208,7 +208,7 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let h = read(ctx, &args[1], pick)?;
-    Ok(Reply::Map(h.map_or_else(Vec::new, |h| h.iter().map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone()))).collect())))
+    Ok(Reply::Map(h.map_or_else(Vec::new, |h| h.iter().map(|(f, v)| (Reply::bulk(f), Reply::bulk(v))).collect())))
 }
 
 /// ```text
@@ -216,7 +216,7 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let h = read(ctx, &args[1], pick)?;
-    Ok(Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(f, _)| Reply::Bulk(f.clone())).collect())))
+    Ok(Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(f, _)| Reply::bulk(f)).collect())))
 }
 
 /// ```text
@@ -224,7 +224,7 @@ pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let h = read(ctx, &args[1], pick)?;
-    Ok(Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(_, v)| Reply::Bulk(v.clone())).collect())))
+    Ok(Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(_, v)| Reply::bulk(v)).collect())))
 }
 
 /// ```text
@@ -277,7 +277,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             None => 0,
         };
         let value = old.checked_add(incr).ok_or(CmdError::Overflow)?;
-        h.set(field, Bytes::from(value.to_string()), limits);
+        h.set(field, value.to_string().as_bytes(), limits);
         Ok::<_, CmdError>(value)
     })??;
     ctx.dirty(1);
@@ -311,7 +311,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
             IncrFloatError::NanOrInfinity => CmdError::other("ERR increment would produce NaN or Infinity"),
         })?;
         let data = Bytes::from(data);
-        h.set(field, data.clone(), limits);
+        h.set(field, &data, limits);
         Ok::<_, CmdError>(data)
     })??;
     ctx.dirty(1);
@@ -327,7 +327,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
     if args.len() < 3 {
         let server = &mut *ctx.server;
         let h = lookup_hash(ctx.ks, db, &args[1], now)?;
-        return Ok(h.and_then(|h| h.random(server.random())).map_or(Reply::Nil, |(f, _)| Reply::Bulk(f.clone())));
+        return Ok(h.and_then(|h| h.random(server.random())).map_or(Reply::Nil, |(f, _)| Reply::bulk(f)));
     }
     let l = parse_rand_count(&args[2])?;
     if args.len() > 4 || (args.len() == 4 && !opt_is(&args[3], "withvalues")) {
@@ -348,14 +348,14 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
     }
     // RESP3 nests each field/value pair in an array, RESP2 flattens them.
     let mut out = Vec::new();
-    let push = |out: &mut Vec<Reply>, f: &Bytes, v: &Bytes| {
+    let push = |out: &mut Vec<Reply>, f: &[u8], v: &[u8]| {
         if !withvalues {
-            out.push(Reply::Bulk(f.clone()));
+            out.push(Reply::bulk(f));
         } else if resp3 {
-            out.push(Reply::Array(vec![Reply::Bulk(f.clone()), Reply::Bulk(v.clone())]));
+            out.push(Reply::Array(vec![Reply::bulk(f), Reply::bulk(v)]));
         } else {
-            out.push(Reply::Bulk(f.clone()));
-            out.push(Reply::Bulk(v.clone()));
+            out.push(Reply::bulk(f));
+            out.push(Reply::bulk(v));
         }
     };
     let size = h.len() as u64;
@@ -392,7 +392,7 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut found: Vec<(Bytes, Bytes)> = Vec::new();
     if h.is_listpack() {
         // Redis returns a small hash whole, whatever the cursor.
-        found.extend(h.iter().map(|(f, v)| (f.clone(), v.clone())));
+        found.extend(h.iter().map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
         cursor = 0;
     } else {
         // Like Redis: COUNT is doubled (fields and values are counted), then at most
@@ -400,7 +400,7 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         let count = opts.count;
         let mut budget = count.saturating_mul(20);
         loop {
-            cursor = h.scan_step(cursor, |f, v| found.push((f.clone(), v.clone())));
+            cursor = h.scan_step(cursor, |f, v| found.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
             if cursor == 0 || budget == 0 || found.len() as i64 >= count {
                 break;
             }

@@ -63,7 +63,7 @@ impl Decoded {
             Decoded::Hash(pairs) => {
                 let mut h = HashValue::new();
                 for (f, v) in pairs {
-                    if !h.set(&f, v, limits.hash) {
+                    if !h.set(&f, &v, limits.hash) {
                         return Err(BAD);
                     }
                 }
@@ -548,7 +548,7 @@ pub fn encode_elements<'a>(set: bool, len: usize, items: impl Iterator<Item = &'
 }
 
 /// A DUMP payload for a hash.
-pub fn encode_hash<'a>(len: usize, pairs: impl Iterator<Item = (&'a Bytes, &'a Bytes)>) -> Vec<u8> {
+pub fn encode_hash<'a>(len: usize, pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
     let mut out = vec![T_HASH];
     put_len(&mut out, len as u64);
     for (f, v) in pairs {
