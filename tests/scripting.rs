@@ -100,6 +100,12 @@ const CASES: &[Case] = &[
     c("return redis.call('echo', 2^63)", &["0"]),
     c("return redis.call('echo', 0.1)", &["0"]),
     c("return redis.call('set', 'n', 12345678901234567890)", &["0"]),
+    // Every number argument is formatted with %.17g, integral ones included.
+    c("redis.call('set', 'n', 1e17) return redis.call('get', 'n')", &["0"]),
+    c("redis.call('set', 'n', 123456789012345678) return redis.call('get', 'n')", &["0"]),
+    c("redis.call('set', 'n', -2^60) return redis.call('get', 'n')", &["0"]),
+    c("redis.call('set', 'n', 2^53) return redis.call('get', 'n')", &["0"]),
+    c("redis.call('set', 'n', 99999999999999999) return redis.call('get', 'n')", &["0"]),
     c("return redis.call('EcHo', 'case')", &["0"]),
     // errors from redis.call / pcall
     c("return redis.call('incr', 'str')", &["0"]),

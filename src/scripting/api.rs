@@ -212,7 +212,9 @@ fn to_argv(args: &[Value]) -> Result<Vec<Bytes>, ArgvError> {
     args.iter()
         .map(|a| match a {
             Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(n) => Ok(Bytes::from(n.to_string())),
+            // Lua 5.1 numbers are doubles: Redis formats every one with %.17g (1e17 is
+            // "1e+17"), including those mlua hands over as integers.
+            Value::Integer(n) => Ok(Bytes::from(crate::util::format_double(*n as f64))),
             Value::Number(n) => Ok(Bytes::from(crate::util::format_double(*n))),
             _ => Err(ArgvError::BadType),
         })
