@@ -89,6 +89,9 @@ measure() { # label generator
   redis-cli -p "$RPORT" --pipe <"$WORK/mem.resp" >/dev/null
   redis-cli -p "$VPORT" --pipe <"$WORK/mem.resp" >/dev/null
   sleep 1
+  # What each allocator holds unused is given back first (Redis: jemalloc's dirty pages),
+  # so the figure does not depend on when a grown table's old buffer was returned.
+  redis-cli -p "$RPORT" memory purge >/dev/null; redis-cli -p "$VPORT" memory purge >/dev/null
   r1=$(used); v1=$(rss)
   python3 -c "n=$MEM_KEYS; r=($r1-$r0)/n; v=($v1-$v0)/n; print('%-22s redis %6.1f B/item   vermilion %6.1f B/item   ratio %.2f' % ('$label', r, v, v/r))"
 }

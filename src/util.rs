@@ -281,3 +281,20 @@ impl std::hash::Hasher for NameHasher {
 /// For tables built once from static data (the command table, the config parameters): their
 /// keys are fixed, so a client cannot flood them, and a keyed hash (SipHash) buys nothing.
 pub type FixedTableHasher = std::hash::BuildHasherDefault<NameHasher>;
+
+/// How the binary's allocator gives freed memory back to the system: mimalloc keeps freed
+/// pages until its heap is collected, so a burst (a subscriber's 32 MB output buffer, the old
+/// buffer of a grown table) would otherwise stay in the resident set after it is gone.
+static RELEASE_MEMORY: std::sync::OnceLock<fn(bool)> = std::sync::OnceLock::new();
+
+/// Installs the allocator's collection (`force`: return everything now, as MEMORY PURGE asks).
+pub fn set_memory_release(release: fn(bool)) {
+    let _ = RELEASE_MEMORY.set(release);
+}
+
+/// Runs the installed collection, if any: the cron once a second, MEMORY PURGE forced.
+pub fn release_memory(force: bool) {
+    if let Some(release) = RELEASE_MEMORY.get() {
+        release(force);
+    }
+}

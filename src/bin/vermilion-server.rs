@@ -131,7 +131,7 @@ fn main() {
     vermilion::replication::set_runtime(network.clone());
     let (driven, own) = if io_threads == 1 { (Some(runtime), None) } else { (None, Some(runtime)) };
     // SAFETY: mi_collect takes no pointers; it only walks the calling thread's heap.
-    vermilion::executor::set_memory_release(|| unsafe { mi_collect(false) });
+    vermilion::util::set_memory_release(|force| unsafe { mi_collect(force) });
     let (handle, join) = match Executor::spawn(config, driven) {
         Ok(x) => x,
         Err(e) => {

@@ -119,6 +119,8 @@ pub fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply,
 /// MEMORY PURGE
 /// ```
 pub fn memory_purge(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    // As Redis purges jemalloc's dirty pages: the allocator returns what it holds unused.
+    crate::util::release_memory(true);
     Ok(Reply::OK)
 }
 

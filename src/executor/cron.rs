@@ -9,16 +9,6 @@ use crate::commands;
 use crate::log;
 use crate::state::{ClientId, ClientOutput};
 
-/// How the binary's allocator gives freed memory back to the system: mimalloc keeps freed
-/// pages until its heap is collected, so a burst (a subscriber's 32 MB output buffer) would
-/// otherwise stay in the resident set after it is gone.
-static RELEASE_MEMORY: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
-
-/// Installs the allocator's collection, which the cron runs once a second.
-pub fn set_memory_release(release: fn()) {
-    let _ = RELEASE_MEMORY.set(release);
-}
-
 impl Executor {
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
     pub(super) fn cron(&mut self, hz: u64) {
@@ -26,9 +16,7 @@ impl Executor {
         let now_ms = crate::clock::now_ms();
         if now_ms - self.memory_released_ms >= 1000 {
             self.memory_released_ms = now_ms;
-            if let Some(release) = RELEASE_MEMORY.get() {
-                release();
-            }
+            crate::util::release_memory(false);
         }
         // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
         let idle_limit = self.server.config.get_int("timeout");

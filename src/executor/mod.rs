@@ -15,7 +15,6 @@
 mod after_command;
 mod blocking;
 mod cron;
-pub use cron::set_memory_release;
 mod inbox;
 mod load;
 mod persist;
