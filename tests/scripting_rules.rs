@@ -312,6 +312,27 @@ fn network_threads_of_their_own_serve_pipelines_and_busy_answers() {
     assert_eq!(pong, "PONG");
 }
 
+/// A reply owed to another client when a script starts leaves while the script is busy (as
+/// Redis flushes pending replies then), not only when it ends.
+#[test]
+fn replies_owed_to_other_clients_leave_during_a_busy_script() {
+    let s = Server::start(&["--busy-reply-threshold", "100"]);
+    let mut other = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    other.set_nodelay(true).unwrap();
+    other.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    // Sent back to back, so that the PING and the EVAL can share one executor batch.
+    other.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    let runner = start_script(s.port, "local i = 0 while true do i = i + 1 end");
+    let started = Instant::now();
+    assert_eq!(read_line(&other), "+PONG\r\n");
+    assert!(started.elapsed() < Duration::from_secs(2), "the reply waited {:?}", started.elapsed());
+    let mut killer = s.client();
+    wait_busy(&mut killer);
+    let ok: String = redis::cmd("SCRIPT").arg("KILL").query(&mut killer).unwrap();
+    assert_eq!(ok, "OK");
+    assert!(read_line(&runner).starts_with("-ERR Script killed by user"));
+}
+
 #[test]
 fn busy_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server() {
     let mut s = Server::start(&["--busy-reply-threshold", "100"]);

@@ -64,9 +64,6 @@ impl Executor {
                 return refusal;
             }
         }
-        // Replies of other clients produced earlier in this batch go out now: a long script
-        // must not hold them (Redis flushes them while a script is busy).
-        self.release_replies();
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
         let threshold = self.server.busy_threshold_ms;
@@ -228,6 +225,13 @@ impl ScriptHost for ScriptBridge<'_> {
             sort_pairs(&mut reply);
         }
         reply
+    }
+
+    /// Replies of other clients produced earlier in this batch (and those the busy answers
+    /// added) leave while the script is busy, not only after it; the log is written first,
+    /// with nothing of the running script in it (its record comes when it ends).
+    fn busy(&mut self) {
+        self.exec.release_replies();
     }
 
     fn command_exists(&mut self, argv: &[Bytes]) -> bool {

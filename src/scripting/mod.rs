@@ -53,6 +53,9 @@ pub trait ScriptHost {
     fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply;
     /// Whether `argv` names a known command (`redis.acl_check_cmd`).
     fn command_exists(&mut self, argv: &[Bytes]) -> bool;
+    /// The script is past `busy-reply-threshold` and other clients were just let in: what
+    /// they are owed goes out now (Redis flushes pending replies while a script is busy).
+    fn busy(&mut self) {}
 }
 
 /// The flags of a script's `#!lua flags=...` line.
@@ -405,14 +408,17 @@ pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
                 ));
             }
             if run.timed_out {
-                run.busy_pump.clone()
+                run.busy_pump.clone().map(|pump| (pump, run.host))
             } else {
                 None
             }
         };
-        // The RunState borrow is released: the pump does not touch Lua.
-        if let Some(pump) = pump {
+        // The RunState borrow is released: the pump and the host do not touch Lua.
+        if let Some((pump, host)) = pump {
             pump();
+            // SAFETY: as in `api::with_host`: the pointer is valid for the whole run, and no
+            // `redis.call` (the only other user of the host) is in progress inside a hook.
+            unsafe { &mut *host }.busy();
         }
         let (abort, shutdown) = match lua.app_data_ref::<RunState>() {
             Some(run) => (run.watch.must_abort(), run.watch.shutdown_requested()),
