@@ -292,7 +292,7 @@ pub fn set_memory_release(release: fn(bool)) {
     let _ = RELEASE_MEMORY.set(release);
 }
 
-/// Runs the installed collection, if any: the cron once a second, MEMORY PURGE forced.
+/// Runs the installed collection, if any: the cron every 100 ms, MEMORY PURGE forced.
 pub fn release_memory(force: bool) {
     if let Some(release) = RELEASE_MEMORY.get() {
         release(force);

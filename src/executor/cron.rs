@@ -9,14 +9,19 @@ use crate::commands;
 use crate::log;
 use crate::state::{ClientId, ClientOutput};
 
+/// How often the allocator's collection runs (see `util::release_memory`): often enough that a
+/// dropped burst (a disconnected subscriber's output) leaves the resident set within a fraction
+/// of a second; one collection walks the heap's pages, microseconds for a large heap.
+const MEMORY_RELEASE_MS: i64 = 100;
+
 impl Executor {
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
     pub(super) fn cron(&mut self, hz: u64) {
         self.replication_cron();
         let now_ms = crate::clock::now_ms();
-        if now_ms - self.memory_released_ms >= 1000 {
+        if now_ms - self.memory_released_ms >= MEMORY_RELEASE_MS {
             self.memory_released_ms = now_ms;
-            crate::util::release_memory(false);
+            crate::util::release_memory(std::mem::take(&mut self.purge_memory));
         }
         // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
         let idle_limit = self.server.config.get_int("timeout");

@@ -186,9 +186,14 @@ pub struct Executor {
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
-    /// When the cron last ran the allocator's collection (see `cron::set_memory_release`).
+    /// When the cron last ran the allocator's collection (see `util::release_memory`).
     memory_released_ms: i64,
+    /// A large buffer was let go: the next cron forces the allocator's collection.
+    purge_memory: bool,
 }
+
+/// Output held by a disconnected client past which its memory is handed back at once.
+const PURGE_AFTER_BYTES: u64 = 1024 * 1024;
 
 /// What `used_memory` counts besides the data (Redis reports about this much for an empty
 /// server).
@@ -239,6 +244,7 @@ impl Executor {
             wake_tx: None,
             now_ms: crate::clock::now_ms(),
             memory_released_ms: 0,
+            purge_memory: false,
         }
     }
 
@@ -591,6 +597,12 @@ impl Executor {
             self.server.tracking.bcast.retain(|c| *c != id);
         }
         self.forget_replica(id);
+        // A client that held a large output (a subscriber cut off at its limit): what it held
+        // goes back to the system at the next cron, not whenever the allocator gets to it.
+        let held = client.out.capacity() as u64 + client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire);
+        if held >= PURGE_AFTER_BYTES {
+            self.purge_memory = true;
+        }
         Some(client)
     }
 
