@@ -66,14 +66,20 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 
 /// Formats a double as Redis replies it: `inf`/`-inf`, else `%.17g`.
 pub fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
     let mut buf = [0u8; 64];
+    String::from_utf8_lossy(format_double_into(d, &mut buf)).into_owned()
+}
+
+/// [`format_double`] into a stack buffer (no allocation: the script bridge pushes it to Lua
+/// from frames that must own nothing).
+pub fn format_double_into(d: f64, buf: &mut [u8; 64]) -> &[u8] {
+    if d.is_infinite() {
+        return if d > 0.0 { b"inf" } else { b"-inf" };
+    }
     // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
     let n = unsafe { vm_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };
     let n = (n.max(0) as usize).min(buf.len() - 1);
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    &buf[..n]
 }
 
 /// libc's `strtod` on the start of `s` (decimal, hex, `inf`, `nan(...)`, as glibc reads

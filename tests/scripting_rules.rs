@@ -193,6 +193,10 @@ fn memory_bombs_and_deep_recursion_fail_the_script_not_the_server() {
         "return assert(loadstring(string.rep('(', 100000)))",
         "return string.format('%0999999d', 1)",
         "local co = coroutine.wrap(function() local i = 0 while true do i = i + 1 coroutine.yield(string.rep('z', 2^20) .. i) end end) local t = {} while true do t[#t + 1] = co() end",
+        // Replies pushed by redis.call until Lua's memory runs out in the middle of a push (each
+        // value distinct: Lua interns equal strings, so the same reply twice costs nothing).
+        "redis.call('set', 'bomb', string.rep('x', 2^20)) local t = {} local i = 0 while true do i = i + 1 redis.call('setrange', 'bomb', 0, i) t[i] = redis.call('get', 'bomb') end",
+        "redis.call('del', 'bombl') for i = 1, 1000 do redis.call('rpush', 'bombl', i) end local t = {} local i = 0 while true do i = i + 1 t[i] = redis.call('lrange', 'bombl', 0, -1) end",
     ];
     for body in bombs {
         let started = Instant::now();
@@ -202,6 +206,15 @@ fn memory_bombs_and_deep_recursion_fail_the_script_not_the_server() {
         let pong: String = redis::cmd("PING").query(&mut c).expect("the server survives");
         assert_eq!(pong, "PONG");
     }
+    // Memory errors inside redis.call caught by the script: it goes on, and so do its calls.
+    let caught = eval(
+        &mut c,
+        "local t, n, i = {}, 0, 0 while n < 3 do i = i + 1 if not pcall(function() redis.call('setrange', 'bomb', 0, i) t[i] = redis.call('get', 'bomb') end) then n = n + 1 t = {} collectgarbage() end end return {n, #redis.call('get', 'bomb')}",
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(caught, Value::Array(vec![Value::Int(3), Value::Int(1 << 20)]));
     // A cyclic table packs to cmsgpack's nesting limit (16 levels, then nil), as in Redis.
     let packed = eval(&mut c, "local t = {} t[1] = t return cmsgpack.pack(t)", &[], &[]).unwrap();
     let mut want = vec![0x91u8; 16];

@@ -25,14 +25,41 @@ const SORTED_FOR_SCRIPT: &[&str] = &["smembers", "sinter", "sunion", "sdiff", "h
 /// The `set_repl` targets of a deletion effect: the log and replicas, always.
 const DELETION_REPL: u8 = 3;
 
-/// Whether calling `cmd` makes a script random-dirty: its result is not a function of the
-/// dataset and the script's frozen time. TTL/PTTL are (time is frozen and travels with the
-/// record); HGETALL is made so by sorting its pairs.
-fn is_random(cmd: &CommandSpec) -> bool {
-    if matches!(cmd.name, "ttl" | "pttl" | "hgetall") || SORTED_FOR_SCRIPT.contains(&cmd.name) {
-        return false;
-    }
-    cmd.tips.iter().any(|t| t.starts_with("nondeterministic_output"))
+/// What the script rules do with a command's call, worked out once per command.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ScriptClass {
+    Plain,
+    /// Its reply is sorted for the script (SORTED_FOR_SCRIPT).
+    Sorted,
+    /// HGETALL: its pairs are sorted by field.
+    SortedPairs,
+    /// Its result is not a function of the dataset and the script's frozen time: calling it
+    /// makes the script random-dirty. TTL/PTTL are not (time is frozen and travels with the
+    /// record).
+    Random,
+}
+
+fn script_class(cmd: &CommandSpec) -> ScriptClass {
+    static CLASSES: std::sync::OnceLock<Vec<ScriptClass>> = std::sync::OnceLock::new();
+    let classes = CLASSES.get_or_init(|| {
+        let mut classes = Vec::new();
+        for c in commands::all_commands() {
+            if c.id >= classes.len() {
+                classes.resize(c.id + 1, ScriptClass::Plain);
+            }
+            classes[c.id] = if SORTED_FOR_SCRIPT.contains(&c.name) {
+                ScriptClass::Sorted
+            } else if c.name == "hgetall" {
+                ScriptClass::SortedPairs
+            } else if !matches!(c.name, "ttl" | "pttl") && c.tips.iter().any(|t| t.starts_with("nondeterministic_output")) {
+                ScriptClass::Random
+            } else {
+                ScriptClass::Plain
+            };
+        }
+        classes
+    });
+    classes.get(cmd.id).copied().unwrap_or(ScriptClass::Plain)
 }
 
 /// The bridge's per-run state.
@@ -44,6 +71,9 @@ pub(super) struct ScriptBridge<'a> {
     oom_at_start: bool,
     /// The watch already agreed to this script's writes (one compare-and-swap per run).
     write_allowed: bool,
+    /// The last command name called and what it resolved to: scripts call the same few
+    /// commands over and over.
+    last_command: Option<(Bytes, &'static CommandSpec)>,
     pub outcome: ScriptOutcome,
 }
 
@@ -98,6 +128,7 @@ impl Executor {
             allow_oom: flags.allow_oom,
             oom_at_start: oom,
             write_allowed: false,
+            last_command: None,
             outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
         let (reply, end) = if call.function {
@@ -167,10 +198,19 @@ impl ScriptHost for ScriptBridge<'_> {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
-        let cmd = match commands::resolve(&argv) {
-            Resolved::Found(cmd) => cmd,
-            Resolved::Unknown | Resolved::UnknownSubcommand => return Reply::error("ERR Unknown Redis command called from script"),
-            Resolved::WrongArity(_) => return Reply::error("ERR Wrong number of args calling Redis command from script"),
+        let cmd = match &self.last_command {
+            Some((name, cmd)) if *name == argv[0] && cmd.arity_ok(argv.len()) => *cmd,
+            _ => match commands::resolve(&argv) {
+                Resolved::Found(cmd) => {
+                    // A subcommand depends on more than the name: not cached.
+                    if cmd.subcommands.is_empty() && !cmd.name.contains('|') {
+                        self.last_command = Some((argv[0].clone(), cmd));
+                    }
+                    cmd
+                }
+                Resolved::Unknown | Resolved::UnknownSubcommand => return Reply::error("ERR Unknown Redis command called from script"),
+                Resolved::WrongArity(_) => return Reply::error("ERR Wrong number of args calling Redis command from script"),
+            },
         };
         if cmd.has(Flag::NoScript) {
             return Reply::error("ERR This Redis command is not allowed from script");
@@ -195,7 +235,8 @@ impl ScriptHost for ScriptBridge<'_> {
             }
             self.write_allowed = true;
         }
-        if is_random(cmd) {
+        let class = script_class(cmd);
+        if class == ScriptClass::Random {
             self.outcome.random_dirty = true;
         }
         let db = self.client.db;
@@ -219,10 +260,10 @@ impl ScriptHost for ScriptBridge<'_> {
                 None => self.outcome.effects.push(Effect { db, argv, repl }),
             }
         }
-        if SORTED_FOR_SCRIPT.contains(&cmd.name) {
-            sort_reply(&mut reply);
-        } else if cmd.name == "hgetall" {
-            sort_pairs(&mut reply);
+        match class {
+            ScriptClass::Sorted => sort_reply(&mut reply),
+            ScriptClass::SortedPairs => sort_pairs(&mut reply),
+            ScriptClass::Plain | ScriptClass::Random => {}
         }
         reply
     }

@@ -6,12 +6,16 @@
 //! [`ScriptHost`](super::ScriptHost); the reply comes back converted by `convert.rs`.
 //! `redis.call` raises an error reply as Redis's error table; `redis.pcall` returns it.
 
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_int;
+
 use bytes::Bytes;
+use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Value, Variadic};
 
-use super::convert::{error_table, reply_to_lua};
+use super::convert::error_table;
 use super::shim::table_error_fn;
-use super::RunState;
+use super::ScriptHost;
 use crate::protocol::{ProtocolVersion, Reply};
 
 pub const REPL_NONE: i64 = 0;
@@ -21,20 +25,9 @@ pub const REPL_ALL: i64 = 3;
 
 pub fn install(lua: &Lua) -> mlua::Result<()> {
     let redis = lua.create_table()?;
-    let raw_call = lua.create_function(|lua, args: Variadic<Value>| {
-        let reply = run_command(lua, &args)?;
-        match reply {
-            Err(err) => Ok((false, err)),
-            Ok(v) => Ok((true, v)),
-        }
-    })?;
-    redis.raw_set("call", super::shim::raising(lua, raw_call)?)?;
-    redis.raw_set(
-        "pcall",
-        lua.create_function(|lua, args: Variadic<Value>| match run_command(lua, &args)? {
-            Ok(v) | Err(v) => Ok(v),
-        })?,
-    )?;
+    // SAFETY: both follow the Lua C API contract (see `call`).
+    redis.raw_set("call", unsafe { lua.create_c_function(redis_call)? })?;
+    redis.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
     redis.raw_set(
         "error_reply",
         lua.create_function(|lua, args: Variadic<Value>| match args.as_slice() {
@@ -79,9 +72,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
                 Some(n) if n as i64 == 3 => ProtocolVersion::Resp3,
                 _ => return Err("RESP version must be 2 or 3.".to_string()),
             };
-            if let Some(mut run) = lua.app_data_mut::<RunState>() {
-                run.resp = resp;
-            }
+            update_active(|a| a.resp = resp);
             Ok(())
         })?,
     )?;
@@ -96,9 +87,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
             if flags & !(REPL_AOF | REPL_REPLICA) != 0 {
                 return Err("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".to_string());
             }
-            if let Some(mut run) = lua.app_data_mut::<RunState>() {
-                run.repl = flags as u8;
-            }
+            update_active(|a| a.repl = flags as u8);
             Ok(())
         })?,
     )?;
@@ -107,12 +96,12 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
     redis.raw_set("debug", lua.create_function(|_, _: Variadic<Value>| Ok(()))?)?;
     redis.raw_set(
         "acl_check_cmd",
-        table_error_fn(lua, |lua, args: Variadic<Value>| {
+        table_error_fn(lua, |_, args: Variadic<Value>| {
             let argv = to_argv(&args).map_err(|e| e.to_string())?;
             if argv.is_empty() {
                 return Err("Please specify at least one argument for this redis lib call".to_string());
             }
-            let known = with_host(lua, |host| host.command_exists(&argv)).unwrap_or(false);
+            let known = with_host(|host| host.command_exists(&argv)).unwrap_or(false);
             if !known {
                 return Err("Invalid command passed to redis.acl_check_cmd()".to_string());
             }
@@ -188,6 +177,125 @@ fn log(lua: &Lua, args: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
+/// The running script's side of the bridge: set by `Run::execute` for the whole run.
+#[derive(Clone, Copy)]
+pub(crate) struct Active {
+    /// The executor's side; valid while this is installed (see [`activate`]).
+    pub host: *mut dyn ScriptHost,
+    /// `redis.setresp`: the protocol commands answer in.
+    pub resp: ProtocolVersion,
+    /// `redis.set_repl`: where the next writes' effects go.
+    pub repl: u8,
+}
+
+// One Lua run at a time on the executor thread: EVAL and FCALL never nest.
+thread_local! {
+    static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
+    /// The reply `redis.call` is pushing to Lua. It lives here rather than in a Rust frame:
+    /// pushing can raise a Lua memory error, whose longjmp must skip only frames that own
+    /// nothing. A reply left by such a jump is dropped by the next call or at the run's end.
+    static PENDING: UnsafeCell<Option<Reply>> = const { UnsafeCell::new(None) };
+    /// A panic inside a command: it resumes when the run ends, outside Lua.
+    static PANIC: Cell<Option<Box<dyn std::any::Any + Send>>> = const { Cell::new(None) };
+}
+
+/// Installs `host` for a run (with RESP2 and REPL_ALL); the result goes to [`deactivate`].
+///
+/// # Safety
+/// `host` must stay valid and otherwise unused until [`deactivate`] is called.
+pub(crate) unsafe fn activate(host: *mut dyn ScriptHost) -> Option<Active> {
+    ACTIVE.replace(Some(Active { host, resp: ProtocolVersion::Resp2, repl: REPL_ALL as u8 }))
+}
+
+/// Ends a run: restores what [`activate`] returned and gives back the run's final protocol.
+/// A panic raised inside one of its commands resumes here, outside Lua.
+pub(crate) fn deactivate(previous: Option<Active>) -> ProtocolVersion {
+    let resp = ACTIVE.replace(previous).map_or(ProtocolVersion::Resp2, |a| a.resp);
+    set_pending(None);
+    if let Some(payload) = PANIC.take() {
+        std::panic::resume_unwind(payload);
+    }
+    resp
+}
+
+fn update_active(f: impl FnOnce(&mut Active)) {
+    if let Some(mut active) = ACTIVE.get() {
+        f(&mut active);
+        ACTIVE.set(Some(active));
+    }
+}
+
+/// Runs `f` with the run's host (`None` outside a run).
+pub(crate) fn with_host<R>(f: impl FnOnce(&mut dyn ScriptHost) -> R) -> Option<R> {
+    let host = ACTIVE.get()?.host;
+    // SAFETY: see `activate`; callers are Lua callbacks and the hook, which never run inside
+    // another use of the host.
+    Some(f(unsafe { &mut *host }))
+}
+
+unsafe extern "C-unwind" fn redis_call(l: *mut lua_State) -> c_int {
+    call(l, true)
+}
+
+unsafe extern "C-unwind" fn redis_pcall(l: *mut lua_State) -> c_int {
+    call(l, false)
+}
+
+/// `redis.call` (`raise`) and `redis.pcall`: the hot path of every script, so a Lua C
+/// function reading its arguments off the stack and pushing the reply straight onto it.
+/// Being a C function, it also keeps the caller's frame visible to the error handler even
+/// when the script tail-calls it (`return redis.call(...)`), as Redis's own is.
+unsafe fn call(l: *mut lua_State, raise: bool) -> c_int {
+    // Everything that owns memory lives and dies inside `run_command`.
+    let resp3 = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_command(l))) {
+        Ok(resp3) => resp3,
+        Err(payload) => {
+            PANIC.set(Some(payload));
+            ffi::lua_pushstring(l, c"ERR internal error".as_ptr());
+            ffi::lua_error(l)
+        }
+    };
+    let slot = PENDING.with(|p| p.get());
+    let failed = match &*slot {
+        Some(reply) => {
+            super::convert::push_reply(l, reply, resp3);
+            reply.is_error()
+        }
+        None => {
+            ffi::lua_pushnil(l);
+            false
+        }
+    };
+    set_pending(None);
+    if failed && raise {
+        ffi::lua_error(l);
+    }
+    1
+}
+
+fn set_pending(value: Option<Reply>) {
+    // SAFETY: references into the slot live only inside `call`, between its own writes.
+    PENDING.with(|p| *unsafe { &mut *p.get() } = value);
+}
+
+/// Runs the command whose argv is on the stack; leaves its reply (or the argument error) in
+/// `PENDING`. Returns whether the reply converts by RESP3.
+unsafe fn run_command(l: *mut lua_State) -> bool {
+    let (reply, resp3) = match command_argv(l) {
+        Err(e) => (Reply::Error(e.text().into()), false),
+        Ok(argv) => match ACTIVE.get() {
+            None => (Reply::error("ERR redis.call() is only available while a script runs"), false),
+            Some(active) => {
+                // SAFETY: see `activate`.
+                let reply = (*active.host).call(argv, active.resp, active.repl);
+                (reply, active.resp == ProtocolVersion::Resp3)
+            }
+        },
+    };
+    set_pending(Some(reply));
+    resp3
+}
+
 /// Why a `redis.call` argument list is unusable.
 #[derive(Debug)]
 enum ArgvError {
@@ -195,16 +303,45 @@ enum ArgvError {
     BadType,
 }
 
-impl std::fmt::Display for ArgvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ArgvError::Empty => "Please specify at least one argument for this redis lib call",
-            ArgvError::BadType => "Lua redis lib command arguments must be strings or integers",
-        })
+impl ArgvError {
+    fn text(&self) -> &'static str {
+        match self {
+            ArgvError::Empty => "ERR Please specify at least one argument for this redis lib call",
+            ArgvError::BadType => "ERR Lua redis lib command arguments must be strings or integers",
+        }
     }
 }
 
-/// Lua arguments to a command's argv: strings as they are, numbers as `%.17g`.
+impl std::fmt::Display for ArgvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text()[4..])
+    }
+}
+
+/// The Lua arguments on the stack as a command's argv: strings as they are, numbers as
+/// `%.17g` (Lua 5.1 numbers are doubles: 1e17 is "1e+17", as Redis formats every one).
+unsafe fn command_argv(l: *mut lua_State) -> Result<Vec<Bytes>, ArgvError> {
+    let n = ffi::lua_gettop(l);
+    if n == 0 {
+        return Err(ArgvError::Empty);
+    }
+    let mut argv = Vec::with_capacity(n as usize);
+    for i in 1..=n {
+        match ffi::lua_type(l, i) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                // A string argument: no conversion, so nothing allocated or raised.
+                let p = ffi::lua_tolstring(l, i, &mut len);
+                argv.push(Bytes::copy_from_slice(std::slice::from_raw_parts(p as *const u8, len)));
+            }
+            ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::format_double(ffi::lua_tonumber(l, i)))),
+            _ => return Err(ArgvError::BadType),
+        }
+    }
+    Ok(argv)
+}
+
+/// `redis.acl_check_cmd`'s arguments (same rules as `redis.call`'s).
 fn to_argv(args: &[Value]) -> Result<Vec<Bytes>, ArgvError> {
     if args.is_empty() {
         return Err(ArgvError::Empty);
@@ -212,40 +349,9 @@ fn to_argv(args: &[Value]) -> Result<Vec<Bytes>, ArgvError> {
     args.iter()
         .map(|a| match a {
             Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
-            // Lua 5.1 numbers are doubles: Redis formats every one with %.17g (1e17 is
-            // "1e+17"), including those mlua hands over as integers.
             Value::Integer(n) => Ok(Bytes::from(crate::util::format_double(*n as f64))),
             Value::Number(n) => Ok(Bytes::from(crate::util::format_double(*n))),
             _ => Err(ArgvError::BadType),
         })
         .collect()
-}
-
-/// Runs `f` with the run's host (`None` outside a run).
-fn with_host<R>(lua: &Lua, f: impl FnOnce(&mut dyn super::ScriptHost) -> R) -> Option<R> {
-    let host = lua.app_data_ref::<RunState>()?.host;
-    // SAFETY: `host` is set by `ScriptEngine::run` from a live `&mut dyn ScriptHost` and
-    // removed before that borrow ends; Lua runs on this thread only, and the RunState borrow
-    // above is released before the host runs (it may call back into Lua app data).
-    Some(f(unsafe { &mut *host }))
-}
-
-/// The shared body of `redis.call` and `redis.pcall`: `Ok(value)` or `Err(error table)`.
-fn run_command(lua: &Lua, args: &[Value]) -> mlua::Result<Result<Value, Value>> {
-    let argv = match to_argv(args) {
-        Ok(argv) => argv,
-        Err(e) => return Ok(Err(error_table(lua, &e.to_string())?)),
-    };
-    // One app-data lookup per call: this is the hot path of every script.
-    let (host, resp, repl) = match lua.app_data_ref::<RunState>() {
-        Some(run) => (run.host, run.resp, run.repl),
-        None => return Ok(Err(error_table(lua, "redis.call() is only available while a script runs")?)),
-    };
-    // SAFETY: as in `with_host`: the pointer is valid for the whole run and the RunState
-    // borrow is released.
-    let reply = unsafe { &mut *host }.call(argv, resp, repl);
-    if let Reply::Error(text) = &reply {
-        return Ok(Err(error_table(lua, &format!("-{text}"))?));
-    }
-    Ok(Ok(reply_to_lua(lua, reply, resp)?))
 }

@@ -10,7 +10,10 @@
 //! `nil` null, tables with a string `err` or `ok` field errors and statuses, other tables
 //! arrays that stop at the first nil.
 
+use std::ffi::{c_char, c_int, CStr};
+
 use bytes::Bytes;
+use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Table, Value};
 
 use crate::commands::sanitize;
@@ -19,93 +22,135 @@ use crate::protocol::{ProtocolVersion, Reply};
 /// Nesting beyond this is cut (a self-referencing table would otherwise recurse forever).
 const MAX_DEPTH: usize = 1000;
 
-/// Pushes a command's reply to Lua. Errors become `{err=...}` tables (the caller decides
-/// whether to raise them).
-pub fn reply_to_lua(lua: &Lua, reply: Reply, resp: ProtocolVersion) -> mlua::Result<Value> {
-    let resp3 = resp == ProtocolVersion::Resp3;
-    Ok(match reply {
-        Reply::Status(s) => single_field(lua, "ok", Value::String(lua.create_string(s.as_bytes())?))?,
-        // A command's error reply is `-CODE msg` on the wire: normalised as such.
-        Reply::Error(e) => error_table(lua, &format!("-{e}"))?,
-        Reply::Int(n) => Value::Number(n as f64),
-        Reply::Bulk(b) => Value::String(lua.create_string(&b[..])?),
+/// Pushes a command's reply onto the Lua stack (one value). Errors become `{err=...}` tables
+/// (the caller decides whether to raise them).
+///
+/// # Safety
+/// `l` is a running Lua state with room for two values (a C function's guaranteed stack).
+/// Only Lua API calls happen here, on borrowed data: a Lua memory error longjmps over these
+/// frames, which own nothing (see `api::call`).
+pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
+    match reply {
+        Reply::Status(s) => push_single_field(l, c"ok", |l| push_bytes(l, s.as_bytes())),
+        Reply::Error(e) => push_error(l, e),
+        Reply::Int(n) => ffi::lua_pushnumber(l, *n as f64),
+        Reply::Bulk(b) => push_bytes(l, b),
         Reply::Nil | Reply::NilArray | Reply::NoReply | Reply::Attribute(_) => {
             if resp3 {
-                Value::Nil
+                ffi::lua_pushnil(l)
             } else {
-                Value::Boolean(false)
+                ffi::lua_pushboolean(l, 0)
             }
         }
-        Reply::Array(items) | Reply::Push(items) | Reply::Sequence(items) => array(lua, items, resp)?,
+        Reply::Array(items) | Reply::Push(items) | Reply::Sequence(items) => push_array(l, items.iter(), items.len(), resp3),
         Reply::Map(pairs) => {
             if resp3 {
-                let map = lua.create_table_with_capacity(0, pairs.len())?;
-                for (k, v) in pairs {
-                    map.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?)?;
-                }
-                single_field(lua, "map", Value::Table(map))?
+                push_single_field(l, c"map", |l| {
+                    ffi::lua_createtable(l, 0, pairs.len() as c_int);
+                    for (k, v) in pairs {
+                        push_reply(l, k, resp3);
+                        push_reply(l, v, resp3);
+                        ffi::lua_rawset(l, -3);
+                    }
+                })
             } else {
-                array(lua, pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(), resp)?
+                push_array(l, pairs.iter().flat_map(|(k, v)| [k, v]), pairs.len() * 2, resp3)
             }
         }
         Reply::Set(items) => {
             if resp3 {
-                let set = lua.create_table_with_capacity(0, items.len())?;
-                for item in items {
-                    set.raw_set(reply_to_lua(lua, item, resp)?, true)?;
-                }
-                single_field(lua, "set", Value::Table(set))?
+                push_single_field(l, c"set", |l| {
+                    ffi::lua_createtable(l, 0, items.len() as c_int);
+                    for item in items {
+                        push_reply(l, item, resp3);
+                        ffi::lua_pushboolean(l, 1);
+                        ffi::lua_rawset(l, -3);
+                    }
+                })
             } else {
-                array(lua, items, resp)?
+                push_array(l, items.iter(), items.len(), resp3)
             }
         }
         Reply::Double(d) => {
             if resp3 {
-                single_field(lua, "double", Value::Number(d))?
+                push_single_field(l, c"double", |l| ffi::lua_pushnumber(l, *d))
             } else {
-                Value::String(lua.create_string(crate::util::format_double(d))?)
+                let mut buf = [0u8; 64];
+                push_bytes(l, crate::util::format_double_into(*d, &mut buf))
             }
         }
         Reply::DoubleText(text) => {
             if resp3 {
-                single_field(lua, "double", Value::Number(text.parse().unwrap_or(0.0)))?
+                push_single_field(l, c"double", |l| ffi::lua_pushnumber(l, text.parse().unwrap_or(0.0)))
             } else {
-                Value::String(lua.create_string(text)?)
+                push_bytes(l, text.as_bytes())
             }
         }
         Reply::Bool(b) => {
             if resp3 {
-                Value::Boolean(b)
+                ffi::lua_pushboolean(l, *b as c_int)
             } else {
-                Value::Number(if b { 1.0 } else { 0.0 })
+                ffi::lua_pushnumber(l, if *b { 1.0 } else { 0.0 })
             }
         }
         Reply::Verbatim(format, text) => {
             if resp3 {
-                let t = lua.create_table_with_capacity(0, 2)?;
-                t.raw_set("format", format)?;
-                t.raw_set("string", lua.create_string(&text[..])?)?;
-                single_field(lua, "verbatim_string", Value::Table(t))?
+                push_single_field(l, c"verbatim_string", |l| {
+                    ffi::lua_createtable(l, 0, 2);
+                    push_bytes(l, format.as_bytes());
+                    ffi::lua_setfield(l, -2, c"format".as_ptr());
+                    push_bytes(l, text);
+                    ffi::lua_setfield(l, -2, c"string".as_ptr());
+                })
             } else {
-                Value::String(lua.create_string(&text[..])?)
+                push_bytes(l, text)
             }
         }
         Reply::BigNumber(n) => {
             if resp3 {
-                single_field(lua, "big_number", Value::String(lua.create_string(n)?))?
+                push_single_field(l, c"big_number", |l| push_bytes(l, n.as_bytes()))
             } else {
-                Value::String(lua.create_string(n)?)
+                push_bytes(l, n.as_bytes())
             }
         }
-    })
+    }
 }
 
-fn array(lua: &Lua, items: Vec<Reply>, resp: ProtocolVersion) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.into_iter().enumerate() {
-        t.raw_set(i + 1, reply_to_lua(lua, item, resp)?)?;
+unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
+    ffi::lua_pushlstring(l, b.as_ptr() as *const c_char, b.len());
+}
+
+/// An array table of `items`; each nesting level takes two more stack slots.
+unsafe fn push_array<'a>(l: *mut lua_State, items: impl Iterator<Item = &'a Reply>, len: usize, resp3: bool) {
+    if ffi::lua_checkstack(l, 2) == 0 {
+        // Only a reply nested thousands deep gets here; no command builds one.
+        ffi::lua_pushnil(l);
+        return;
     }
-    Ok(Value::Table(t))
+    ffi::lua_createtable(l, len.min(c_int::MAX as usize) as c_int, 0);
+    for (i, item) in items.enumerate() {
+        push_reply(l, item, resp3);
+        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+    }
+}
+
+/// `{name=value}`, `value` pushed by `push`.
+unsafe fn push_single_field(l: *mut lua_State, name: &CStr, push: impl FnOnce(*mut lua_State)) {
+    ffi::lua_createtable(l, 0, 1);
+    push(l);
+    ffi::lua_setfield(l, -2, name.as_ptr());
+}
+
+/// `{err=...}` for a command's error reply `text` (its code word first), normalised as
+/// [`normalize_error`] does, from slices of `text` (nothing allocated in Rust).
+unsafe fn push_error(l: *mut lua_State, text: &str) {
+    let (code, msg) = text.split_once(' ').unwrap_or(("ERR", text));
+    push_single_field(l, c"err", |l| {
+        push_bytes(l, code.as_bytes());
+        push_bytes(l, b" ");
+        push_bytes(l, msg.trim_matches(['\r', '\n']).as_bytes());
+        ffi::lua_concat(l, 3);
+    });
 }
 
 fn single_field(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {

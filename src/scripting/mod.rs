@@ -151,10 +151,6 @@ pub enum RunEnd {
 
 /// The state of the running script that Rust callbacks (redis.*, math.random, the hook) see.
 pub(crate) struct RunState {
-    /// The executor's side; valid for the whole run (see `api::with_host`).
-    host: *mut dyn ScriptHost,
-    resp: ProtocolVersion,
-    repl: u8,
     rng: rand::Lrand48,
     watch: Arc<ScriptWatch>,
     started: Instant,
@@ -277,12 +273,8 @@ impl ScriptEngine {
             return (Reply::error("NOSCRIPT No matching script. Please use EVAL."), RunEnd::Finished);
         };
         let func = script.func.clone();
-        let result = self.prepare_args(keys, argv);
-        if let Err(e) = result {
-            return (Reply::Error(format!("ERR Error running script {sha}, {e}").into()), RunEnd::Finished);
-        }
         let run = Run { name: sha, source: "@user_script", busy_threshold_ms, busy_pump, watch: self.watch.clone() };
-        run.execute(&self.lua, host, || self.runner.call::<(bool, Value)>(func))
+        run.execute(&self.lua, host, || sandbox::with_run_args(keys, argv, || self.runner.call::<(bool, Value)>(func)))
     }
 
     /// Runs the library function `name` (FCALL) with `keys` and `argv` as its arguments.
@@ -300,27 +292,9 @@ impl ScriptEngine {
             return (Reply::error("ERR Function not found"), RunEnd::Finished);
         };
         let (func, fname) = (def.func.clone(), def.name.clone());
-        let tables = string_table(&fns.lua, keys).and_then(|k| Ok((k, string_table(&fns.lua, argv)?)));
-        let (k, a) = match tables {
-            Ok(t) => t,
-            Err(e) => return (Reply::Error(format!("ERR Error running script {fname}, {e}").into()), RunEnd::Finished),
-        };
         let run = Run { name: &fname, source: "@user_function", busy_threshold_ms, busy_pump, watch: self.watch.clone() };
-        run.execute(&fns.lua, host, || fns.runner.call::<(bool, Value)>((func, k, a)))
+        run.execute(&fns.lua, host, || sandbox::with_run_args(keys, argv, || fns.runner.call::<(bool, Value)>(func)))
     }
-
-    fn prepare_args(&self, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
-        sandbox::set_keys_and_argv(&self.lua, string_table(&self.lua, keys)?, string_table(&self.lua, argv)?)
-    }
-}
-
-/// A Lua array of strings.
-fn string_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<mlua::Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(&item[..])?)?;
-    }
-    Ok(t)
 }
 
 /// One run of a script or function: its name (in errors and the slow-script warning), its
@@ -338,14 +312,14 @@ impl Run<'_> {
     /// into the caller's reply.
     fn execute(self, lua: &Lua, host: &mut dyn ScriptHost, call: impl FnOnce() -> mlua::Result<(bool, Value)>) -> (Reply, RunEnd) {
         let name = self.name;
-        // SAFETY (lifetime erasure): the pointer lives in RunState only until
-        // `remove_app_data` below, while `host` is still mutably borrowed by this call.
+        // SAFETY (lifetime erasure): the pointer is installed only until `deactivate` below,
+        // while `host` is still mutably borrowed by this call.
         let host: *mut (dyn ScriptHost + '_) = host;
         let host: *mut (dyn ScriptHost + 'static) = unsafe { std::mem::transmute(host) };
+        // SAFETY: `host` stays valid until `deactivate` below, and every Lua call that reaches
+        // redis.call happens inside `call()`, between the two.
+        let previous = unsafe { api::activate(host) };
         lua.set_app_data(RunState {
-            host,
-            resp: ProtocolVersion::Resp2,
-            repl: api::REPL_ALL as u8,
             rng: rand::Lrand48::seeded(0),
             watch: self.watch.clone(),
             started: Instant::now(),
@@ -356,7 +330,8 @@ impl Run<'_> {
         });
         let result = call();
         // Booleans convert by the script's protocol (redis.setresp), nulls by the caller's.
-        let script_resp = lua.remove_app_data::<RunState>().map_or(ProtocolVersion::Resp2, |r| r.resp);
+        lua.remove_app_data::<RunState>();
+        let script_resp = api::deactivate(previous);
         let end = if self.watch.shutdown_requested() {
             RunEnd::Shutdown
         } else if self.watch.killed() {
@@ -408,17 +383,16 @@ pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
                 ));
             }
             if run.timed_out {
-                run.busy_pump.clone().map(|pump| (pump, run.host))
+                run.busy_pump.clone()
             } else {
                 None
             }
         };
         // The RunState borrow is released: the pump and the host do not touch Lua.
-        if let Some((pump, host)) = pump {
+        if let Some(pump) = pump {
             pump();
-            // SAFETY: as in `api::with_host`: the pointer is valid for the whole run, and no
-            // `redis.call` (the only other user of the host) is in progress inside a hook.
-            unsafe { &mut *host }.busy();
+            // No `redis.call` (the other user of the host) is in progress inside a hook.
+            api::with_host(|host| host.busy());
         }
         let (abort, shutdown) = match lua.app_data_ref::<RunState>() {
             Some(run) => (run.watch.must_abort(), run.watch.shutdown_requested()),

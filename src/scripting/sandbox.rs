@@ -12,8 +12,11 @@
 //!   `pcall`, `xpcall` nor `coroutine.resume` can swallow SCRIPT KILL or SHUTDOWN.
 //! - `math.random`/`math.randomseed` are Redis's lrand48 generator (see `rand.rs`).
 
-use std::os::raw::c_int;
+use std::cell::Cell;
+use std::os::raw::{c_char, c_int};
 
+use bytes::Bytes;
+use mlua::ffi;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 
 use super::shim::string_error_fn;
@@ -136,14 +139,17 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> c_i
 
 /// Runs a compiled script under the error handler.
 const RUNNER: &str = r#"
-local xpcall, handler = xpcall, __redis__err__handler
-return function(f) return xpcall(f, handler) end
+local xpcall, handler, args = xpcall, __redis__err__handler, __redis__args
+return function(f) args() return xpcall(f, handler) end
 "#;
 
 /// Runs a library's function with its keys and arguments under the error handler.
 const FUNCTION_RUNNER: &str = r#"
-local xpcall, handler = xpcall, __redis__err__handler
-return function(f, keys, args) return xpcall(function() return f(keys, args) end, handler) end
+local xpcall, handler, args = xpcall, __redis__err__handler, __redis__args
+return function(f)
+  local keys, argv = args()
+  return xpcall(function() return f(keys, argv) end, handler)
+end
 "#;
 
 /// Which engine a state serves.
@@ -180,7 +186,11 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     }
     lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
     globals.raw_set("debug", Value::Nil)?;
+    // SAFETY: both follow the Lua C API contract (see `push_run_args`).
+    let args = unsafe { lua.create_c_function(if kind == Kind::Eval { eval_args } else { function_args })? };
+    globals.raw_set("__redis__args", args)?;
     let runner: Function = lua.load(if kind == Kind::Eval { RUNNER } else { FUNCTION_RUNNER }).set_name("=[runner]").call(())?;
+    globals.raw_set("__redis__args", Value::Nil)?;
     protect_everything(&lua)?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok((lua, runner))
@@ -290,17 +300,50 @@ unsafe fn protect_recursively(state: *mut mlua::ffi::lua_State) {
     }
 }
 
-/// Sets the KEYS and ARGV globals for one run (the globals table is opened just for that, as
-/// Redis does).
-pub fn set_keys_and_argv(lua: &Lua, keys: Table, argv: Table) -> mlua::Result<()> {
-    // SAFETY: two tables are on the stack; both are stored into the globals and popped.
-    unsafe {
-        lua.exec_raw::<()>((keys, argv), |state| {
-            use mlua::ffi;
-            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 0);
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
-            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 1);
-        })
+thread_local! {
+    /// The keys and arguments of the run being started (see [`with_run_args`]).
+    static RUN_ARGS: Cell<(*const [Bytes], *const [Bytes])> = const { Cell::new((&[] as &[Bytes], &[] as &[Bytes])) };
+}
+
+/// Runs `f` (a call of the runner) with `keys` and `argv` as the run's arguments: the runner
+/// turns them into Lua tables itself (`__redis__args`), inside its own protected call.
+pub fn with_run_args<R>(keys: &[Bytes], argv: &[Bytes], f: impl FnOnce() -> R) -> R {
+    RUN_ARGS.set((keys as *const [Bytes], argv as *const [Bytes]));
+    let result = f();
+    RUN_ARGS.set((&[] as &[Bytes], &[] as &[Bytes]));
+    result
+}
+
+/// Pushes the run's keys and arguments as two arrays of strings.
+///
+/// # Safety
+/// Called by Lua (two free stack slots); the slices are alive for the whole `with_run_args`.
+/// A Lua memory error longjmps over this frame, which owns nothing.
+unsafe fn push_run_args(l: *mut ffi::lua_State) {
+    let (keys, argv) = RUN_ARGS.get();
+    for items in [&*keys, &*argv] {
+        ffi::lua_createtable(l, items.len().min(c_int::MAX as usize) as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
+            ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+        }
     }
+}
+
+/// `__redis__args` of an EVAL state: sets the KEYS and ARGV globals for the run (the globals
+/// table is opened just for that, as Redis does).
+unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
+    push_run_args(l);
+    // Both names already exist in the globals: these stores allocate nothing.
+    lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+    lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
+    0
+}
+
+/// `__redis__args` of a functions state: returns the keys and arguments tables.
+unsafe extern "C-unwind" fn function_args(l: *mut ffi::lua_State) -> c_int {
+    push_run_args(l);
+    2
 }
