@@ -59,6 +59,62 @@ fn math_random_is_reseeded_for_every_script() {
     assert!(err.contains("wrong number of arguments"), "{err}");
 }
 
+/// KEYS and ARGV are the run's own, whatever an earlier script did to its tables (the
+/// server refills them between runs when it can).
+#[test]
+fn keys_and_argv_hold_only_the_runs_arguments() {
+    let s = Server::start(&[]);
+    let mut c = s.client();
+    let show = "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(KEYS[2]), tostring(ARGV[1]), tostring(ARGV[2]), tostring(KEYS.extra), tostring(ARGV[5])}";
+    let dirty = [
+        "KEYS[1] = 'changed' ARGV[1] = 'changed' return 1",
+        "KEYS[5] = 'x' ARGV[5] = 'y' KEYS.extra = 1 return 1",
+        "KEYS[1] = nil ARGV[2] = nil return 1",
+        "setmetatable(KEYS, {__index = function() return 'leak' end}) setmetatable(ARGV, {__index = function() return 'leak' end}) return 1",
+        "table.insert(KEYS, 'more') table.remove(ARGV) return 1",
+        "for i = 1, 100 do KEYS[i] = i ARGV[i] = i end return 1",
+    ];
+    for body in dirty {
+        for (keys, args) in [(&["a", "b"][..], &["x", "y"][..]), (&["a"][..], &["x"][..]), (&[][..], &[][..])] {
+            eval(&mut c, body, keys, args).unwrap();
+            // The same number of arguments, then fewer, then more.
+            let want = |k: &[&str], a: &[&str]| {
+                let mut v = vec![k.len().to_string(), a.len().to_string()];
+                for i in 0..2 {
+                    v.push(k.get(i).unwrap_or(&"nil").to_string());
+                }
+                for i in 0..2 {
+                    v.push(a.get(i).unwrap_or(&"nil").to_string());
+                }
+                v.extend(["nil".to_string(), "nil".to_string()]);
+                v
+            };
+            let shown: Vec<String> = match eval(&mut c, show, keys, args).unwrap() {
+                Value::Array(items) => items
+                    .into_iter()
+                    .map(|i| match i {
+                        Value::Int(n) => n.to_string(),
+                        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect(),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(shown, want(keys, args), "after {body} with {keys:?} {args:?}");
+            let shown = strings(
+                eval(
+                    &mut c,
+                    "return {tostring(KEYS[1]), tostring(ARGV[1]), tostring(getmetatable(KEYS)), tostring(getmetatable(ARGV))}",
+                    &["k1", "k2", "k3"],
+                    &["v1"],
+                )
+                .unwrap(),
+            );
+            assert_eq!(shown, ["k1", "v1", "nil", "nil"], "after {body}");
+        }
+    }
+}
+
 #[test]
 fn unordered_replies_reach_scripts_sorted() {
     let s = Server::start(&[]);

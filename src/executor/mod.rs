@@ -143,6 +143,8 @@ pub struct Executor {
     /// Requests, readable from inside a busy script (`None` when driven without a channel,
     /// as benches do).
     inbox: Option<std::rc::Rc<inbox::Inbox>>,
+    /// What a busy script calls to answer other clients (the inbox's pump), made once.
+    busy_pump: Option<std::rc::Rc<dyn Fn()>>,
     /// What the last script did (the AOF builds on it).
     pub last_script_outcome: Option<crate::scripting::ScriptOutcome>,
     /// The durable log (`appendonly yes`).
@@ -224,6 +226,7 @@ impl Executor {
             expired_notified: 0,
             last_script_outcome: None,
             inbox: None,
+            busy_pump: None,
             aof: None,
             pending: Vec::new(),
             exec_depth: 0,
@@ -276,6 +279,8 @@ impl Executor {
     fn run(mut self, rx: RequestRx, waiter: inbox::Waiter) {
         let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, waiter, self.server.script_watch.clone()));
         self.inbox = Some(inbox.clone());
+        let pump = inbox.clone();
+        self.busy_pump = Some(std::rc::Rc::new(move || pump.pump()));
         if let Err(e) = self.start_aof() {
             log::warning(&e);
             std::process::exit(1);
@@ -714,9 +719,9 @@ impl Executor {
         let mut end = call_end;
         if let Some(call) = client.script_call.take() {
             end = None;
-            let logged = self.recording().then(|| call.clone());
-            reply = self.run_script(client, args, call);
-            if let Some(call) = logged {
+            let recording = self.recording();
+            reply = self.run_script(client, args, &call);
+            if recording {
                 if let Some(outcome) = self.last_script_outcome.take() {
                     self.log_script(client, args, &call, &outcome);
                     self.last_script_outcome = Some(outcome);

@@ -261,7 +261,9 @@ impl Executor {
                 argv[1] = script.body.clone();
             }
         }
-        aof.epoch_scripts.insert(call.sha.clone());
+        if !aof.epoch_scripts.contains(&call.sha) {
+            aof.epoch_scripts.insert(call.sha.clone());
+        }
         self.pending.push(Pending { db: client.db, argv, time_ms: Some(outcome.time_ms) });
     }
 

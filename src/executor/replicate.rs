@@ -655,8 +655,9 @@ impl Executor {
         });
         self.loading = true;
         format::replay_checked(&data, |rec| {
-            let name = String::from_utf8_lossy(rec.argv[0]).into_owned();
+            let name = rec.argv[0];
             if let Some(err) = self.replay_record(&mut master, rec) {
+                let name = String::from_utf8_lossy(name);
                 log::warning(&format!("== CRITICAL == This replica could not apply '{name}' from its master: {err}"));
             }
         });

@@ -79,7 +79,7 @@ pub(super) struct ScriptBridge<'a> {
 
 impl Executor {
     /// Runs a script EVAL & co. asked for; returns the caller's reply.
-    pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: ScriptCall) -> Reply {
+    pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: &ScriptCall) -> Reply {
         // A script refused before it runs leaves no outcome (nothing to log).
         self.last_script_outcome = None;
         let Some(mut engine) = self.server.scripts.take() else {
@@ -120,7 +120,7 @@ impl Executor {
             }
         });
         watch.start(self.loading, running);
-        let pump = self.inbox.clone().map(|inbox| std::rc::Rc::new(move || inbox.pump()) as std::rc::Rc<dyn Fn()>);
+        let pump = self.busy_pump.clone();
         let mut bridge = ScriptBridge {
             exec: self,
             client,

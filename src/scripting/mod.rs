@@ -151,6 +151,9 @@ pub enum RunEnd {
 
 /// The state of the running script that Rust callbacks (redis.*, math.random, the hook) see.
 pub(crate) struct RunState {
+    /// A run is in progress (the state stays in the Lua state between runs: setting it up
+    /// then costs no allocation).
+    active: bool,
     rng: rand::Lrand48,
     watch: Arc<ScriptWatch>,
     started: Instant,
@@ -319,18 +322,39 @@ impl Run<'_> {
         // SAFETY: `host` stays valid until `deactivate` below, and every Lua call that reaches
         // redis.call happens inside `call()`, between the two.
         let previous = unsafe { api::activate(host) };
-        lua.set_app_data(RunState {
-            rng: rand::Lrand48::seeded(0),
-            watch: self.watch.clone(),
-            started: Instant::now(),
-            busy_threshold_ms: self.busy_threshold_ms,
-            sha: name.to_string(),
-            timed_out: false,
-            busy_pump: self.busy_pump,
-        });
+        match lua.app_data_mut::<RunState>() {
+            Some(mut run) => {
+                run.active = true;
+                run.rng = rand::Lrand48::seeded(0);
+                if !Arc::ptr_eq(&run.watch, &self.watch) {
+                    run.watch = self.watch.clone();
+                }
+                run.started = Instant::now();
+                run.busy_threshold_ms = self.busy_threshold_ms;
+                run.sha.clear();
+                run.sha.push_str(name);
+                run.timed_out = false;
+                run.busy_pump = self.busy_pump;
+            }
+            None => {
+                lua.set_app_data(RunState {
+                    active: true,
+                    rng: rand::Lrand48::seeded(0),
+                    watch: self.watch.clone(),
+                    started: Instant::now(),
+                    busy_threshold_ms: self.busy_threshold_ms,
+                    sha: name.to_string(),
+                    timed_out: false,
+                    busy_pump: self.busy_pump,
+                });
+            }
+        }
         let result = call();
+        if let Some(mut run) = lua.app_data_mut::<RunState>() {
+            run.active = false;
+            run.busy_pump = None;
+        }
         // Booleans convert by the script's protocol (redis.setresp), nulls by the caller's.
-        lua.remove_app_data::<RunState>();
         let script_resp = api::deactivate(previous);
         let end = if self.watch.shutdown_requested() {
             RunEnd::Shutdown
@@ -372,7 +396,7 @@ pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
             return Ok(VmState::Continue);
         }
         let pump = {
-            let Some(mut run) = lua.app_data_mut::<RunState>() else { return Ok(VmState::Continue) };
+            let Some(mut run) = lua.app_data_mut::<RunState>().filter(|r| r.active) else { return Ok(VmState::Continue) };
             let elapsed = run.started.elapsed().as_millis() as u64;
             if !run.timed_out && run.busy_threshold_ms > 0 && elapsed >= run.busy_threshold_ms {
                 run.timed_out = true;
@@ -394,7 +418,7 @@ pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
             // No `redis.call` (the other user of the host) is in progress inside a hook.
             api::with_host(|host| host.busy());
         }
-        let (abort, shutdown) = match lua.app_data_ref::<RunState>() {
+        let (abort, shutdown) = match lua.app_data_ref::<RunState>().filter(|r| r.active) {
             Some(run) => (run.watch.must_abort(), run.watch.shutdown_requested()),
             None => (false, false),
         };

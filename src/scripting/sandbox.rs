@@ -175,7 +175,7 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     super::api::install(&lua)?;
     super::libs::install(&lua)?;
     lua.load(ERROR_HANDLER).set_name("=[error handler]").exec()?;
-    let must_abort = lua.create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|r| r.watch.must_abort())))?;
+    let must_abort = lua.create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|r| r.active && r.watch.must_abort())))?;
     lua.set_named_registry_value(MUST_ABORT_KEY.to_str().unwrap_or_default(), must_abort.clone())?;
     // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
     globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
@@ -200,7 +200,7 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
 fn install_random(lua: &Lua) -> mlua::Result<()> {
     let math: Table = lua.globals().raw_get("math")?;
     let random = string_error_fn(lua, |lua, args: Variadic<Value>| {
-        let r = match lua.app_data_mut::<RunState>() {
+        let r = match lua.app_data_mut::<RunState>().filter(|r| r.active) {
             Some(mut run) => run.rng.next_unit(),
             None => super::rand::Lrand48::default().next_unit(),
         };
@@ -226,7 +226,7 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
     })?;
     let randomseed = string_error_fn(lua, |lua, args: Variadic<Value>| {
         let seed = check_int(lua, &args, 0, "randomseed")?;
-        if let Some(mut run) = lua.app_data_mut::<RunState>() {
+        if let Some(mut run) = lua.app_data_mut::<RunState>().filter(|r| r.active) {
             run.rng = super::rand::Lrand48::seeded(seed);
         }
         Ok(())
@@ -314,36 +314,82 @@ pub fn with_run_args<R>(keys: &[Bytes], argv: &[Bytes], f: impl FnOnce() -> R) -
     result
 }
 
-/// Pushes the run's keys and arguments as two arrays of strings.
-///
-/// # Safety
-/// Called by Lua (two free stack slots); the slices are alive for the whole `with_run_args`.
-/// A Lua memory error longjmps over this frame, which owns nothing.
-unsafe fn push_run_args(l: *mut ffi::lua_State) {
+/// `__redis__args` of an EVAL state: sets the KEYS and ARGV globals for the run (the globals
+/// table is opened just for that, as Redis does). The tables of the previous run are
+/// refilled when the script left them as plain arrays: nothing survives a run (the globals
+/// are read-only), so reuse is invisible, and a run allocates nothing for its arguments.
+unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
     let (keys, argv) = RUN_ARGS.get();
-    for items in [&*keys, &*argv] {
-        ffi::lua_createtable(l, items.len().min(c_int::MAX as usize) as c_int, 0);
-        for (i, item) in items.iter().enumerate() {
-            ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
-            ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+    let mut replaced = false;
+    for (name, items) in [(c"KEYS", &*keys), (c"ARGV", &*argv)] {
+        ffi::lua_pushstring(l, name.as_ptr());
+        ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
+        if refill(l, items) {
+            ffi::lua_pop(l, 1);
+            continue;
         }
+        ffi::lua_pop(l, 1);
+        push_array(l, items);
+        if !replaced {
+            lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+            replaced = true;
+        }
+        // The name already exists in the globals: this store allocates nothing.
+        ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
     }
+    if replaced {
+        lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
+    }
+    0
 }
 
-/// `__redis__args` of an EVAL state: sets the KEYS and ARGV globals for the run (the globals
-/// table is opened just for that, as Redis does).
-unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
-    push_run_args(l);
-    // Both names already exist in the globals: these stores allocate nothing.
-    lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
-    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
-    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
-    lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
-    0
+/// Refills the table on top of the stack with `items` when it is a writable table without
+/// a metatable; false (the table left as it was found, or partly written) when it is not
+/// that, or when it holds anything past the new items.
+///
+/// # Safety
+/// Called by Lua with two free stack slots; a memory error longjmps over this frame, which
+/// owns nothing.
+unsafe fn refill(l: *mut ffi::lua_State, items: &[Bytes]) -> bool {
+    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || lua_isreadonlytable(l, -1) != 0 {
+        return false;
+    }
+    if ffi::lua_getmetatable(l, -1) != 0 {
+        ffi::lua_pop(l, 1);
+        return false;
+    }
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
+        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+    }
+    // The last key written is present, so `next` from it is defined.
+    match items.len() {
+        0 => ffi::lua_pushnil(l),
+        n => ffi::lua_pushinteger(l, n as ffi::lua_Integer),
+    }
+    if ffi::lua_next(l, -2) != 0 {
+        ffi::lua_pop(l, 2);
+        return false;
+    }
+    true
+}
+
+/// Pushes `items` as a new array of strings.
+///
+/// # Safety
+/// As [`refill`].
+unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
+    ffi::lua_createtable(l, items.len().min(c_int::MAX as usize) as c_int, 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
+        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+    }
 }
 
 /// `__redis__args` of a functions state: returns the keys and arguments tables.
 unsafe extern "C-unwind" fn function_args(l: *mut ffi::lua_State) -> c_int {
-    push_run_args(l);
+    let (keys, argv) = RUN_ARGS.get();
+    push_array(l, &*keys);
+    push_array(l, &*argv);
     2
 }
