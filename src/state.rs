@@ -422,6 +422,8 @@ pub struct ServerState {
     pub rng_state: u64,
     /// Cached from the config: the slow log threshold in µs (-1: disabled).
     pub slowlog_threshold_us: i64,
+    /// Cached from the config: the collections' encoding limits (read by every write).
+    pub encoding_limits: crate::db::BuildLimits,
     /// Cached from the config: `notify-keyspace-events` as flags.
     pub notify_flags: u32,
     /// Cached from the config: `maxmemory` in bytes (0: no limit).
@@ -532,6 +534,7 @@ impl ServerState {
             also_modified: Vec::new(),
             rng_state: seed | 1,
             slowlog_threshold_us,
+            encoding_limits: crate::db::BuildLimits::default(),
             notify_flags,
             maxmemory: 0,
             lfu_policy: false,
@@ -631,6 +634,7 @@ impl ServerState {
     pub fn config_changed(&mut self) {
         self.limits.refresh(&self.config);
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
+        self.encoding_limits = crate::commands::build_limits(&self.config);
         self.latency_threshold_ms = self.config.get_int("latency-monitor-threshold").max(0) as u64;
         self.notify_flags = self.config.notify_flags;
         self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;

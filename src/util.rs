@@ -76,6 +76,25 @@ pub fn format_double_into(d: f64, buf: &mut [u8; 64]) -> &[u8] {
     if d.is_infinite() {
         return if d > 0.0 { b"inf" } else { b"-inf" };
     }
+    // Whole numbers below 1e15 print as their digits under %.17g (the common case: counts
+    // and times passed to redis.call), without the cost of snprintf.
+    if d.fract() == 0.0 && d.abs() < 1e15 && !(d == 0.0 && d.is_sign_negative()) {
+        let mut n = (d as i64).unsigned_abs();
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if d < 0.0 {
+            i -= 1;
+            buf[i] = b'-';
+        }
+        return &buf[i..];
+    }
     // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
     let n = unsafe { vm_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };
     let n = (n.max(0) as usize).min(buf.len() - 1);
@@ -251,6 +270,22 @@ mod tests {
         assert_eq!(incr_by_float(FloatBase::Str(b"0.1"), b"0.2").unwrap(), b"0.3");
         assert_eq!(incr_by_float(FloatBase::Int(10), b"-10").unwrap(), b"0");
         assert_eq!(incr_by_float(FloatBase::Str(b"abc"), b"1"), Err(IncrFloatError::BaseNotFloat));
+    }
+
+    #[test]
+    fn whole_numbers_format_as_snprintf_does() {
+        let mut cases =
+            vec![0.0, -0.0, 1.0, -1.0, 9.0, 10.0, -10.0, 1e14, 1e15 - 1.0, -(1e15 - 1.0), 1e15, 1e16, 1e17, 2f64.powi(53), 1.5, -2.5];
+        let mut x = 1u64;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            cases.push(((x >> 11) % 2_000_000_000_000_000) as f64 - 1e15);
+            cases.push((x >> 40) as f64);
+        }
+        for d in cases {
+            let mut buf = [0u8; 64];
+            assert_eq!(format_double_into(d, &mut buf), format_g(d, 17).as_bytes(), "{d}");
+        }
     }
 }
 

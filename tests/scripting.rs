@@ -284,6 +284,10 @@ const CASES: &[Case] = &[
     c("return tonumber('0x10')", &["0"]),
     c("return tonumber('  12  ')", &["0"]),
     c("return tonumber('1e2')", &["0"]),
+    // Integer strings (read without strtod here): sign, zeros, the 15-digit edge, and what
+    // is not a plain integer.
+    c("local r = {} for _, s in ipairs({'0', '-0', '7', '007', '123456789012345', '1234567890123456', '-999999999999999', '9007199254740993', '1e3', '0x10', ' 5', '5 ', '-', '', '+5', '12a', '--1'}) do local n = tonumber(s) r[#r + 1] = s .. '=' .. tostring(n) .. (n == 0 and ('/' .. tostring(1 / n)) or '') end return r", &["0"]),
+    c("return {tonumber('12') + 1, '41' + 1, tostring(-tonumber('-0'))}", &["0"]),
     c("return math.floor(-3.5)", &["0"]),
     c("return math.huge", &["0"]),
     c("return tostring(math.pi)", &["0"]),

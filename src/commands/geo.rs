@@ -21,13 +21,8 @@ use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{parse_f64, parse_i64};
 
 // Geo keys are sorted sets: the same typed access as the sorted-set commands.
-use super::zsets::{empty, pick, pick_mut};
+use super::zsets::{empty, limits, pick, pick_mut};
 use crate::util::opt_is;
-
-fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
-    let cfg = &ctx.server.config;
-    (cfg.get_int("zset-max-listpack-entries"), cfg.get_int("zset-max-listpack-value"))
-}
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
     ctx.client.proto == ProtocolVersion::Resp3

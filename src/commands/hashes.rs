@@ -47,11 +47,7 @@ fn lookup_hash<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8], now: i64) -> Res
 }
 
 fn limits(ctx: &Ctx<'_>) -> HashLimits {
-    let cfg = &ctx.server.config;
-    HashLimits {
-        max_entries: cfg.get_int("hash-max-listpack-entries").max(0) as u64,
-        max_value: cfg.get_int("hash-max-listpack-value").max(0) as u64,
-    }
+    ctx.server.encoding_limits.hash
 }
 
 /// Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` for the count of

@@ -29,7 +29,7 @@ fn pick_mut(v: &mut Value) -> Option<&mut SetValue> {
 
 /// `set-max-intset-entries`, read at write time.
 fn max_intset(ctx: &Ctx<'_>) -> u64 {
-    ctx.server.config.get_int("set-max-intset-entries").max(0) as u64
+    ctx.server.encoding_limits.max_intset
 }
 
 /// The set at `key`, borrowing only the keyspace (so the caller can use the server's random
@@ -166,7 +166,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     } else {
         // Like Redis, pick the few members that stay and rebuild the set from them (so its
         // encoding is decided afresh), returning all the others.
-        let max = server.config.get_int("set-max-intset-entries").max(0) as u64;
+        let max = server.encoding_limits.max_intset;
         let keep = sample_distinct(size, remaining, &mut || server.random());
         let mut rebuilt = SetValue::new();
         for i in keep {

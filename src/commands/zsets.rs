@@ -37,9 +37,9 @@ pub(super) fn empty(z: &ZSetValue) -> bool {
 }
 
 /// The listpack limits, read at write time.
-fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
-    let cfg = &ctx.server.config;
-    (cfg.get_int("zset-max-listpack-entries"), cfg.get_int("zset-max-listpack-value"))
+pub(super) fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
+    let l = &ctx.server.encoding_limits;
+    (l.zset_entries, l.zset_value)
 }
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
