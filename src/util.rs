@@ -70,6 +70,25 @@ pub fn format_double(d: f64) -> String {
     String::from_utf8_lossy(format_double_into(d, &mut buf)).into_owned()
 }
 
+/// Formats an integer without allocating (the reply encoder's hottest path).
+pub fn format_i64_into(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut v = n.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
 /// [`format_double`] into a stack buffer (no allocation: the script bridge pushes it to Lua
 /// from frames that must own nothing).
 pub fn format_double_into(d: f64, buf: &mut [u8; 64]) -> &[u8] {
@@ -79,21 +98,10 @@ pub fn format_double_into(d: f64, buf: &mut [u8; 64]) -> &[u8] {
     // Whole numbers below 1e15 print as their digits under %.17g (the common case: counts
     // and times passed to redis.call), without the cost of snprintf.
     if d.fract() == 0.0 && d.abs() < 1e15 && !(d == 0.0 && d.is_sign_negative()) {
-        let mut n = (d as i64).unsigned_abs();
-        let mut i = buf.len();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        if d < 0.0 {
-            i -= 1;
-            buf[i] = b'-';
-        }
-        return &buf[i..];
+        let mut digits = [0u8; 20];
+        let s = format_i64_into(d as i64, &mut digits);
+        buf[..s.len()].copy_from_slice(s);
+        return &buf[..s.len()];
     }
     // SAFETY: snprintf writes at most `buf.len()` bytes including the terminator.
     let n = unsafe { vm_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };

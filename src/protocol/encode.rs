@@ -2,6 +2,7 @@
 
 use super::Reply;
 use crate::util::format_double;
+use crate::util::format_i64_into as fmt_i64;
 
 /// The protocol a client speaks: 2 until it says `HELLO 3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -137,26 +138,6 @@ fn bulk(out: &mut Vec<u8>, data: &[u8]) {
 
 fn itoa_buf() -> [u8; 20] {
     [0u8; 20]
-}
-
-/// Formats an integer without allocating (the encoder's hottest path).
-fn fmt_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 #[cfg(test)]
