@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::{help, help_reply, CmdError, Ctx};
 use crate::glob::glob_match;
-use crate::protocol::{encode_reply, Reply};
+use crate::protocol::{encode_reply, ProtocolVersion, Reply};
 use crate::state::{Client, ClientId, ServerState};
 
 /// The three subscription namespaces.
@@ -155,11 +155,33 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 
 /// Appends `msg` to a receiver's output in its protocol. The running client is not in the
 /// server's map while it runs, so it is passed apart.
-fn deliver(server: &mut ServerState, current: &mut Option<&mut Client>, id: ClientId, msg: &Reply) {
+/// A message being delivered, encoded once per protocol version.
+struct Delivery {
+    msg: Reply,
+    encoded: [Option<Vec<u8>>; 2],
+}
+
+impl Delivery {
+    fn new(msg: Reply) -> Delivery {
+        Delivery { msg, encoded: [None, None] }
+    }
+
+    fn append_to(&mut self, c: &mut Client) {
+        let slot = &mut self.encoded[(c.proto == ProtocolVersion::Resp3) as usize];
+        let bytes = slot.get_or_insert_with(|| {
+            let mut out = Vec::new();
+            encode_reply(&self.msg, c.proto, &mut out);
+            out
+        });
+        c.out.extend_from_slice(bytes);
+    }
+}
+
+fn deliver(server: &mut ServerState, current: &mut Option<&mut Client>, id: ClientId, msg: &mut Delivery) {
     if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
-        encode_reply(msg, c.proto, &mut c.out);
+        msg.append_to(c);
     } else if let Some(c) = server.clients.get_mut(&id) {
-        encode_reply(msg, c.proto, &mut c.out);
+        msg.append_to(c);
         server.pushed.push(id);
     }
 }
@@ -174,9 +196,10 @@ pub fn publish_raw(server: &mut ServerState, mut current: Option<&mut Client>, c
     let mut receivers = 0;
     let (map, verb) = if shard { (&server.pubsub.shard_channels, "smessage") } else { (&server.pubsub.channels, "message") };
     if let Some(ids) = map.get(channel).cloned() {
-        let msg = Reply::Push(vec![Reply::bulk(verb.as_bytes()), Reply::Bulk(channel.clone()), Reply::Bulk(message.clone())]);
+        let mut msg =
+            Delivery::new(Reply::Push(vec![Reply::bulk(verb.as_bytes()), Reply::Bulk(channel.clone()), Reply::Bulk(message.clone())]));
         for id in ids {
-            deliver(server, &mut current, id, &msg);
+            deliver(server, &mut current, id, &mut msg);
             receivers += 1;
         }
     }
@@ -184,14 +207,14 @@ pub fn publish_raw(server: &mut ServerState, mut current: Option<&mut Client>, c
         let matching: Vec<(Bytes, Vec<ClientId>)> =
             server.pubsub.patterns.iter().filter(|(p, _)| glob_match(p, channel, false)).map(|(p, ids)| (p.clone(), ids.clone())).collect();
         for (pattern, ids) in matching {
-            let msg = Reply::Push(vec![
+            let mut msg = Delivery::new(Reply::Push(vec![
                 Reply::bulk(b"pmessage"),
                 Reply::Bulk(pattern),
                 Reply::Bulk(channel.clone()),
                 Reply::Bulk(message.clone()),
-            ]);
+            ]));
             for id in ids {
-                deliver(server, &mut current, id, &msg);
+                deliver(server, &mut current, id, &mut msg);
                 receivers += 1;
             }
         }

@@ -4,7 +4,7 @@
 
 use super::Executor;
 use crate::log;
-use crate::state::{Client, ClientOutput, OutputLimit};
+use crate::state::{Client, ClientId, ClientOutput, OutputLimit};
 
 impl Executor {
     /// Writes reply bytes to the client's socket from here when nothing is queued in its
@@ -84,6 +84,32 @@ impl Executor {
 
     /// Sends every touched client its replies (one message each), and closes killed ones
     /// (public so benches can drive the executor without sockets).
+    /// Hands a client's output to its connection.
+    fn release_client(&mut self, id: ClientId) {
+        let limit = match self.server.clients.get(&id) {
+            Some(c) => self.output_limit(c),
+            None => return,
+        };
+        let Some(client) = self.server.clients.get_mut(&id) else { return };
+        let out = std::mem::take(&mut client.out);
+        self.server.stats.net_output_bytes += out.len() as u64;
+        if client.close_after_reply {
+            let _ = client.tx.send(ClientOutput::Close(out));
+            return;
+        }
+        if Self::send_output(client, out, limit) {
+            log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
+            self.server.kill_list.push(id);
+        }
+        let done = std::mem::take(&mut client.completed_batches);
+        if done > 0 {
+            let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);
+            if before >= crate::server::MAX_INFLIGHT {
+                client.flags.resume.notify_one();
+            }
+        }
+    }
+
     pub fn release_replies(&mut self) {
         // The batch's records reach the log (and the disk, per appendfsync) before any of
         // its replies leave; if the write fails, the replies that depend on it wait.
@@ -108,29 +134,19 @@ impl Executor {
         self.ks.expired.clear();
         self.expired_seen = 0;
         self.expired_notified = 0;
+        // Clients that owe replies go first, then those that only receive pushes (subscribers),
+        // as Redis orders its writes: the callers send their next requests while the pushes
+        // go out, and the next batch finds them all.
+        let mut pushes_only = Vec::new();
         for id in std::mem::take(&mut self.touched) {
-            let limit = match self.server.clients.get(&id) {
-                Some(c) => self.output_limit(c),
-                None => continue,
-            };
-            let Some(client) = self.server.clients.get_mut(&id) else { continue };
-            let out = std::mem::take(&mut client.out);
-            self.server.stats.net_output_bytes += out.len() as u64;
-            if client.close_after_reply {
-                let _ = client.tx.send(ClientOutput::Close(out));
-                continue;
+            match self.server.clients.get(&id) {
+                Some(c) if c.completed_batches == 0 => pushes_only.push(id),
+                Some(_) => self.release_client(id),
+                None => {}
             }
-            if Self::send_output(client, out, limit) {
-                log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
-                self.server.kill_list.push(id);
-            }
-            let done = std::mem::take(&mut client.completed_batches);
-            if done > 0 {
-                let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);
-                if before >= crate::server::MAX_INFLIGHT {
-                    client.flags.resume.notify_one();
-                }
-            }
+        }
+        for id in pushes_only {
+            self.release_client(id);
         }
         for id in std::mem::take(&mut self.server.kill_list) {
             if let Some(client) = self.remove_client(id) {
