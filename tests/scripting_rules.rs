@@ -65,7 +65,7 @@ fn math_random_is_reseeded_for_every_script() {
 fn keys_and_argv_hold_only_the_runs_arguments() {
     let s = Server::start(&[]);
     let mut c = s.client();
-    let show = "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(KEYS[2]), tostring(ARGV[1]), tostring(ARGV[2]), tostring(KEYS.extra), tostring(ARGV[5])}";
+    let show = "local n = 0 for _ in pairs(KEYS) do n = n + 1 end for _ in pairs(ARGV) do n = n + 1 end return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(KEYS[2]), tostring(ARGV[1]), tostring(ARGV[2]), tostring(KEYS.extra), tostring(ARGV[5]), n}";
     let dirty = [
         "KEYS[1] = 'changed' ARGV[1] = 'changed' return 1",
         "KEYS[5] = 'x' ARGV[5] = 'y' KEYS.extra = 1 return 1",
@@ -73,6 +73,9 @@ fn keys_and_argv_hold_only_the_runs_arguments() {
         "setmetatable(KEYS, {__index = function() return 'leak' end}) setmetatable(ARGV, {__index = function() return 'leak' end}) return 1",
         "table.insert(KEYS, 'more') table.remove(ARGV) return 1",
         "for i = 1, 100 do KEYS[i] = i ARGV[i] = i end return 1",
+        // Keys planted in the hash part, where a scan from the last argument would not look.
+        "for i = 1, 7 do ARGV['f' .. i] = i KEYS['f' .. i] = i end ARGV[2] = 'planted' KEYS[2] = 'planted' for i = 1, 7 do ARGV['f' .. i] = nil KEYS['f' .. i] = nil end return 1",
+        "KEYS.extra = ARGV ARGV.extra = KEYS return 1",
     ];
     for body in dirty {
         for (keys, args) in [(&["a", "b"][..], &["x", "y"][..]), (&["a"][..], &["x"][..]), (&[][..], &[][..])] {
@@ -86,7 +89,7 @@ fn keys_and_argv_hold_only_the_runs_arguments() {
                 for i in 0..2 {
                     v.push(a.get(i).unwrap_or(&"nil").to_string());
                 }
-                v.extend(["nil".to_string(), "nil".to_string()]);
+                v.extend(["nil".to_string(), "nil".to_string(), (k.len() + a.len()).to_string()]);
                 v
             };
             let shown: Vec<String> = match eval(&mut c, show, keys, args).unwrap() {
@@ -113,6 +116,22 @@ fn keys_and_argv_hold_only_the_runs_arguments() {
             assert_eq!(shown, ["k1", "v1", "nil", "nil"], "after {body}");
         }
     }
+}
+
+/// Running out of Lua memory while KEYS/ARGV are made leaves the globals read-only.
+#[test]
+fn out_of_memory_while_making_arguments_leaves_the_globals_closed() {
+    let s = Server::start(&[]);
+    let mut c = s.client();
+    // Keep 160 MB of Lua memory (of 256) alive through KEYS until the next run replaces it.
+    let hold = "local m = {} for i = 1, 5 do m[i] = string.rep(string.char(96 + i), 2^25) end setmetatable(KEYS, m) return 1";
+    eval(&mut c, hold, &[], &[]).unwrap();
+    let big = "a".repeat(110 << 20);
+    let err = eval(&mut c, "return 1", &[], &[&big]).unwrap_err().to_string();
+    assert!(err.contains("not enough memory"), "{err}");
+    let err = eval(&mut c, "redis = {call = function() return 'fake' end} return 1", &[], &[]).unwrap_err().to_string();
+    assert!(err.contains("Attempt to modify a readonly table"), "{err}");
+    assert_eq!(eval(&mut c, "return redis.call('ping')", &[], &[]).unwrap(), Value::SimpleString("PONG".into()));
 }
 
 #[test]

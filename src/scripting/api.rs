@@ -246,6 +246,17 @@ unsafe extern "C-unwind" fn redis_pcall(l: *mut lua_State) -> c_int {
 /// Being a C function, it also keeps the caller's frame visible to the error handler even
 /// when the script tail-calls it (`return redis.call(...)`), as Redis's own is.
 unsafe fn call(l: *mut lua_State, raise: bool) -> c_int {
+    // After a panic inside a command the executor's state is suspect: no more commands run
+    // (the panic resumes when the script ends), even if the script caught the error.
+    if PANIC.with(|p| {
+        let payload = p.take();
+        let panicked = payload.is_some();
+        p.set(payload);
+        panicked
+    }) {
+        ffi::lua_pushstring(l, c"ERR internal error".as_ptr());
+        ffi::lua_error(l);
+    }
     // Everything that owns memory lives and dies inside `run_command`.
     let resp3 = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_command(l))) {
         Ok(resp3) => resp3,

@@ -26,10 +26,16 @@ const MAX_DEPTH: usize = 1000;
 /// (the caller decides whether to raise them).
 ///
 /// # Safety
-/// `l` is a running Lua state with room for two values (a C function's guaranteed stack).
-/// Only Lua API calls happen here, on borrowed data: a Lua memory error longjmps over these
-/// frames, which own nothing (see `api::call`).
+/// `l` is a running Lua state. Only Lua API calls happen here, on borrowed data: a Lua error
+/// (out of memory, or a reply nested past Lua's stack limit) longjmps over these frames,
+/// which own nothing (see `api::call`).
 pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
+    // A level takes at most four slots (a map's table, key and value, and a field's wrapper).
+    if ffi::lua_checkstack(l, 4) == 0 {
+        // Lua's stack limit (8000 slots, arguments included); Lua keeps spare slots for this.
+        ffi::lua_pushstring(l, c"reached lua stack limit".as_ptr());
+        ffi::lua_error(l);
+    }
     match reply {
         Reply::Status(s) => push_single_field(l, c"ok", |l| push_bytes(l, s.as_bytes())),
         Reply::Error(e) => push_error(l, e),
@@ -120,13 +126,8 @@ unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
     ffi::lua_pushlstring(l, b.as_ptr() as *const c_char, b.len());
 }
 
-/// An array table of `items`; each nesting level takes two more stack slots.
+/// An array table of `items`.
 unsafe fn push_array<'a>(l: *mut lua_State, items: impl Iterator<Item = &'a Reply>, len: usize, resp3: bool) {
-    if ffi::lua_checkstack(l, 2) == 0 {
-        // Only a reply nested thousands deep gets here; no command builds one.
-        ffi::lua_pushnil(l);
-        return;
-    }
     ffi::lua_createtable(l, len.min(c_int::MAX as usize) as c_int, 0);
     for (i, item) in items.enumerate() {
         push_reply(l, item, resp3);

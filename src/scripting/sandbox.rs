@@ -316,28 +316,35 @@ pub fn with_run_args<R>(keys: &[Bytes], argv: &[Bytes], f: impl FnOnce() -> R) -
 
 /// `__redis__args` of an EVAL state: sets the KEYS and ARGV globals for the run (the globals
 /// table is opened just for that, as Redis does). The tables of the previous run are
-/// refilled when the script left them as plain arrays: nothing survives a run (the globals
+/// refilled when they hold nothing but the new items (nothing survives a run: the globals
 /// are read-only), so reuse is invisible, and a run allocates nothing for its arguments.
+/// Both tables are ready before the globals open: making them can fail (out of memory),
+/// and nothing may fail while the globals are writable.
 unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
     let (keys, argv) = RUN_ARGS.get();
-    let mut replaced = false;
-    for (name, items) in [(c"KEYS", &*keys), (c"ARGV", &*argv)] {
+    let mut fresh = [false; 2];
+    for (i, (name, items)) in [(c"KEYS", &*keys), (c"ARGV", &*argv)].into_iter().enumerate() {
         ffi::lua_pushstring(l, name.as_ptr());
         ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
-        if refill(l, items) {
+        if !refill(l, items) {
             ffi::lua_pop(l, 1);
-            continue;
+            push_array(l, items);
+            fresh[i] = true;
         }
-        ffi::lua_pop(l, 1);
-        push_array(l, items);
-        if !replaced {
-            lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
-            replaced = true;
-        }
-        // The name already exists in the globals: this store allocates nothing.
-        ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
     }
-    if replaced {
+    // The stack holds KEYS's table, then ARGV's. Both names exist in the globals with
+    // non-nil values, so these stores allocate nothing and meet no metamethod.
+    if fresh[0] || fresh[1] {
+        lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+    }
+    for (name, replace) in [(c"ARGV", fresh[1]), (c"KEYS", fresh[0])] {
+        if replace {
+            ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+        } else {
+            ffi::lua_pop(l, 1);
+        }
+    }
+    if fresh[0] || fresh[1] {
         lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
     }
     0
@@ -345,11 +352,12 @@ unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
 
 /// Refills the table on top of the stack with `items` when it is a writable table without
 /// a metatable; false (the table left as it was found, or partly written) when it is not
-/// that, or when it holds anything past the new items.
+/// that, or when it holds anything besides the new items (an earlier run's extra arguments,
+/// keys a script added): every entry is counted, wherever it sits in the table.
 ///
 /// # Safety
-/// Called by Lua with two free stack slots; a memory error longjmps over this frame, which
-/// owns nothing.
+/// Called by Lua (a C function's guaranteed stack); a memory error longjmps over this frame,
+/// which owns nothing.
 unsafe fn refill(l: *mut ffi::lua_State, items: &[Bytes]) -> bool {
     if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || lua_isreadonlytable(l, -1) != 0 {
         return false;
@@ -362,16 +370,17 @@ unsafe fn refill(l: *mut ffi::lua_State, items: &[Bytes]) -> bool {
         ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
         ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
     }
-    // The last key written is present, so `next` from it is defined.
-    match items.len() {
-        0 => ffi::lua_pushnil(l),
-        n => ffi::lua_pushinteger(l, n as ffi::lua_Integer),
+    let mut entries = 0usize;
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, -2) != 0 {
+        ffi::lua_pop(l, 1);
+        entries += 1;
+        if entries > items.len() {
+            ffi::lua_pop(l, 1);
+            return false;
+        }
     }
-    if ffi::lua_next(l, -2) != 0 {
-        ffi::lua_pop(l, 2);
-        return false;
-    }
-    true
+    entries == items.len()
 }
 
 /// Pushes `items` as a new array of strings.
