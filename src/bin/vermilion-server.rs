@@ -158,12 +158,13 @@ fn main() {
         }
     });
     network.spawn(vermilion::server::serve(listeners, handle));
-    // The executor decides when the process ends (SHUTDOWN or a signal).
-    let _ = join.join();
+    // The executor decides when the process ends (SHUTDOWN or a signal); an executor that
+    // panicked (its message is on stderr) ends the process with a failure.
+    let panicked = join.join().is_err();
     if let Some(runtime) = own {
         runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     }
-    std::process::exit(0);
+    std::process::exit(if panicked { 1 } else { 0 });
 }
 
 /// Binds every address of `bind`; a leading `-` marks an address that may be unavailable.

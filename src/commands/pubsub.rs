@@ -153,8 +153,6 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
-/// Appends `msg` to a receiver's output in its protocol. The running client is not in the
-/// server's map while it runs, so it is passed apart.
 /// A message being delivered, encoded once per protocol version.
 struct Delivery {
     msg: Reply,
@@ -177,6 +175,8 @@ impl Delivery {
     }
 }
 
+/// Appends `msg` to a receiver's output in its protocol. The running client is not in the
+/// server's map while it runs, so it is passed apart.
 fn deliver(server: &mut ServerState, current: &mut Option<&mut Client>, id: ClientId, msg: &mut Delivery) {
     if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
         msg.append_to(c);

@@ -27,7 +27,7 @@ fn pick_mut(v: &mut Value) -> Option<&mut SetValue> {
     }
 }
 
-/// `set-max-intset-entries`, read at write time.
+/// `set-max-intset-entries` (cached in `ServerState::encoding_limits`).
 fn max_intset(ctx: &Ctx<'_>) -> u64 {
     ctx.server.encoding_limits.max_intset
 }

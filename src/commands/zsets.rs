@@ -36,7 +36,7 @@ pub(super) fn empty(z: &ZSetValue) -> bool {
     z.is_empty()
 }
 
-/// The listpack limits, read at write time.
+/// The listpack limits (cached in `ServerState::encoding_limits`).
 pub(super) fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
     let l = &ctx.server.encoding_limits;
     (l.zset_entries, l.zset_value)

@@ -248,12 +248,7 @@ unsafe extern "C-unwind" fn redis_pcall(l: *mut lua_State) -> c_int {
 unsafe fn call(l: *mut lua_State, raise: bool) -> c_int {
     // After a panic inside a command the executor's state is suspect: no more commands run
     // (the panic resumes when the script ends), even if the script caught the error.
-    if PANIC.with(|p| {
-        let payload = p.take();
-        let panicked = payload.is_some();
-        p.set(payload);
-        panicked
-    }) {
+    if panicked() {
         ffi::lua_pushstring(l, c"ERR internal error".as_ptr());
         ffi::lua_error(l);
     }
@@ -282,6 +277,16 @@ unsafe fn call(l: *mut lua_State, raise: bool) -> c_int {
         ffi::lua_error(l);
     }
     1
+}
+
+/// Whether a command of this run panicked (the payload stays for `deactivate`).
+fn panicked() -> bool {
+    PANIC.with(|p| {
+        let payload = p.take();
+        let found = payload.is_some();
+        p.set(payload);
+        found
+    })
 }
 
 fn set_pending(value: Option<Reply>) {

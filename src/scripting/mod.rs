@@ -322,32 +322,30 @@ impl Run<'_> {
         // SAFETY: `host` stays valid until `deactivate` below, and every Lua call that reaches
         // redis.call happens inside `call()`, between the two.
         let previous = unsafe { api::activate(host) };
-        match lua.app_data_mut::<RunState>() {
-            Some(mut run) => {
-                run.active = true;
-                run.rng = rand::Lrand48::seeded(0);
-                if !Arc::ptr_eq(&run.watch, &self.watch) {
-                    run.watch = self.watch.clone();
-                }
-                run.started = Instant::now();
-                run.busy_threshold_ms = self.busy_threshold_ms;
-                run.sha.clear();
-                run.sha.push_str(name);
-                run.timed_out = false;
-                run.busy_pump = self.busy_pump;
+        if lua.app_data_ref::<RunState>().is_none() {
+            lua.set_app_data(RunState {
+                active: false,
+                rng: rand::Lrand48::seeded(0),
+                watch: self.watch.clone(),
+                started: Instant::now(),
+                busy_threshold_ms: 0,
+                sha: String::new(),
+                timed_out: false,
+                busy_pump: None,
+            });
+        }
+        if let Some(mut run) = lua.app_data_mut::<RunState>() {
+            run.active = true;
+            run.rng = rand::Lrand48::seeded(0);
+            if !Arc::ptr_eq(&run.watch, &self.watch) {
+                run.watch = self.watch.clone();
             }
-            None => {
-                lua.set_app_data(RunState {
-                    active: true,
-                    rng: rand::Lrand48::seeded(0),
-                    watch: self.watch.clone(),
-                    started: Instant::now(),
-                    busy_threshold_ms: self.busy_threshold_ms,
-                    sha: name.to_string(),
-                    timed_out: false,
-                    busy_pump: self.busy_pump,
-                });
-            }
+            run.started = Instant::now();
+            run.busy_threshold_ms = self.busy_threshold_ms;
+            run.sha.clear();
+            run.sha.push_str(name);
+            run.timed_out = false;
+            run.busy_pump = self.busy_pump;
         }
         let result = call();
         if let Some(mut run) = lua.app_data_mut::<RunState>() {

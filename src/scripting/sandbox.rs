@@ -186,7 +186,7 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     }
     lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
     globals.raw_set("debug", Value::Nil)?;
-    // SAFETY: both follow the Lua C API contract (see `push_run_args`).
+    // SAFETY: both follow the Lua C API contract (see `eval_args` and `refill`).
     let args = unsafe { lua.create_c_function(if kind == Kind::Eval { eval_args } else { function_args })? };
     globals.raw_set("__redis__args", args)?;
     let runner: Function = lua.load(if kind == Kind::Eval { RUNNER } else { FUNCTION_RUNNER }).set_name("=[runner]").call(())?;
@@ -328,7 +328,7 @@ unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
         ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
         if !refill(l, items) {
             ffi::lua_pop(l, 1);
-            push_array(l, items);
+            push_strings(l, items);
             fresh[i] = true;
         }
     }
@@ -366,10 +366,7 @@ unsafe fn refill(l: *mut ffi::lua_State, items: &[Bytes]) -> bool {
         ffi::lua_pop(l, 1);
         return false;
     }
-    for (i, item) in items.iter().enumerate() {
-        ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
-        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
-    }
+    fill(l, items);
     let mut entries = 0usize;
     ffi::lua_pushnil(l);
     while ffi::lua_next(l, -2) != 0 {
@@ -387,8 +384,16 @@ unsafe fn refill(l: *mut ffi::lua_State, items: &[Bytes]) -> bool {
 ///
 /// # Safety
 /// As [`refill`].
-unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
+unsafe fn push_strings(l: *mut ffi::lua_State, items: &[Bytes]) {
     ffi::lua_createtable(l, items.len().min(c_int::MAX as usize) as c_int, 0);
+    fill(l, items);
+}
+
+/// Stores `items` at 1..n of the table on top of the stack.
+///
+/// # Safety
+/// As [`refill`].
+unsafe fn fill(l: *mut ffi::lua_State, items: &[Bytes]) {
     for (i, item) in items.iter().enumerate() {
         ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
         ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
@@ -398,7 +403,7 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
 /// `__redis__args` of a functions state: returns the keys and arguments tables.
 unsafe extern "C-unwind" fn function_args(l: *mut ffi::lua_State) -> c_int {
     let (keys, argv) = RUN_ARGS.get();
-    push_array(l, &*keys);
-    push_array(l, &*argv);
+    push_strings(l, &*keys);
+    push_strings(l, &*argv);
     2
 }
