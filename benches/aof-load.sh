@@ -17,8 +17,8 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; [ -n "${KEEP:-}" ] && cp "$WORK/v/log" /tmp/aof-load-vermilion.log; rm -rf "$WORK"' EXIT
 RPORT=$(port); VPORT=$(port)
 mkdir -p "$WORK/r" "$WORK/v"
-start_r() { redis-server --port "$RPORT" --save '' --appendonly yes --dir "$WORK/r" >"$WORK/r/log" 2>&1 & PIDS+=($!); }
-start_v() { target/release/vermilion-server --port "$VPORT" --appendonly yes --dir "$WORK/v" >"$WORK/v/log" 2>&1 & PIDS+=($!); }
+start_r() { setsid redis-server --port "$RPORT" --save '' --appendonly yes --dir "$WORK/r" >"$WORK/r/log" 2>&1 & PIDS+=($!); }
+start_v() { setsid target/release/vermilion-server --port "$VPORT" --appendonly yes --dir "$WORK/v" >"$WORK/v/log" 2>&1 & PIDS+=($!); }
 start_r; start_v; ready "$RPORT"; ready "$VPORT"
 
 python3 - "$KEYS" "$EVALS" >"$WORK/load.resp" <<'PY'

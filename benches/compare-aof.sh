@@ -35,9 +35,9 @@ printf '%-22s %12s %12s %7s\n' test redis vermilion ratio
 for POLICY in "${POLICIES[@]}"; do
   RPORT=$(port); VPORT=$(port)
   mkdir -p "$WORK/r-$POLICY" "$WORK/v-$POLICY"
-  redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync "$POLICY" --dir "$WORK/r-$POLICY" >/dev/null 2>&1 &
+  setsid redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync "$POLICY" --dir "$WORK/r-$POLICY" >/dev/null 2>&1 &
   PIDS+=($!)
-  target/release/vermilion-server --port "$VPORT" --appendonly yes --appendfsync "$POLICY" --dir "$WORK/v-$POLICY" >/dev/null 2>&1 &
+  setsid target/release/vermilion-server --port "$VPORT" --appendonly yes --appendfsync "$POLICY" --dir "$WORK/v-$POLICY" >/dev/null 2>&1 &
   PIDS+=($!)
   for p in "$RPORT" "$VPORT"; do
     ready "$p"

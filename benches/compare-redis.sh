@@ -19,10 +19,10 @@ cargo build --release --quiet --bin vermilion-server
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
-redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" --daemonize no >"$WORK/redis.log" 2>&1 &
+setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" --daemonize no >"$WORK/redis.log" 2>&1 &
 RPID=$!
 # shellcheck disable=SC2086
-target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" ${VERMILION_ARGS:-} >"$WORK/vermilion.log" 2>&1 &
+setsid target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" ${VERMILION_ARGS:-} >"$WORK/vermilion.log" 2>&1 &
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do

@@ -24,10 +24,10 @@ start() {
   local kind=$1 name=$2 p=$3; shift 3
   mkdir -p "$WORK/$name"
   if [ "$kind" = redis ]; then
-    redis-server --port "$p" --save '' --appendonly yes --appendfsync everysec --repl-diskless-sync-delay 0 \
+    setsid redis-server --port "$p" --save '' --appendonly yes --appendfsync everysec --repl-diskless-sync-delay 0 \
       --dir "$WORK/$name" "$@" >"$WORK/$name/log" 2>&1 &
   else
-    target/release/vermilion-server --port "$p" --appendonly yes --appendfsync everysec --dir "$WORK/$name" "$@" \
+    setsid target/release/vermilion-server --port "$p" --appendonly yes --appendfsync everysec --dir "$WORK/$name" "$@" \
       >"$WORK/$name/log" 2>&1 &
   fi
   PIDS+=($!)

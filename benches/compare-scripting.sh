@@ -15,9 +15,9 @@ cargo build --release --quiet --bin vermilion-server
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
-redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 RPID=$!
-target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do

@@ -23,9 +23,9 @@ cargo build --release --quiet --bin vermilion-server
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 start() {
-  redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+  setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
   RPID=$!
-  target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
+  setsid target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
   VPID=$!
   for p in "$RPORT" "$VPORT"; do
     ready "$p"

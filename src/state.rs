@@ -159,6 +159,9 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Replies accumulated during the current batch.
     pub out: Vec<u8>,
+    /// Listed for release with this batch by a push (PUBLISH): further pushes before the
+    /// release need not list it again. Cleared whenever its output is sent.
+    pub release_due: bool,
     pub tx: UnboundedSender<ClientOutput>,
     pub flags: Arc<ConnFlags>,
     /// A second handle on the (non-blocking) socket: the executor writes replies directly,
@@ -215,6 +218,10 @@ pub struct Client {
     pub wait_target: Option<(u64, usize)>,
 }
 
+/// The connected clients by id (boxed: the running client is taken out and put back for
+/// every batch, and a box moves as one pointer).
+pub type ClientTable = HashMap<ClientId, Box<Client>, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// A client waiting in a blocking command, with the rest of its pipeline.
 #[derive(Debug)]
 pub struct Blocked {
@@ -265,6 +272,7 @@ impl Client {
             last_cmd: "NULL",
             close_after_reply: false,
             out: Vec::new(),
+            release_due: false,
             tx,
             flags,
             sock: None,
@@ -384,7 +392,7 @@ pub struct ServerState {
     pub config: Config,
     pub limits: Arc<SharedLimits>,
     /// All clients but the one whose batch is running (it is taken out while it runs).
-    pub clients: HashMap<ClientId, Client, std::hash::BuildHasherDefault<IdHasher>>,
+    pub clients: ClientTable,
     pub stats: Stats,
     pub slowlog: VecDeque<SlowLogEntry>,
     pub slowlog_next_id: u64,

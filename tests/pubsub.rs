@@ -88,6 +88,38 @@ fn every_subscriber_gets_every_message_in_order() {
     }
 }
 
+/// Many messages to the same subscribers in one batch (a pipelined publisher), then in a
+/// second batch: each subscriber is released once per batch and must still get them all.
+#[test]
+fn pipelined_publishes_reach_every_subscriber_in_order() {
+    let server = Server::start(&[]);
+    let mut both = server.raw();
+    both.call(&[b"SUBSCRIBE", b"ch"]);
+    both.call(&[b"PSUBSCRIBE", b"c*"]);
+    let mut resp3 = server.raw();
+    resp3.call(&[b"HELLO", b"3"]);
+    resp3.call(&[b"SUBSCRIBE", b"ch"]);
+    let mut publisher = server.raw();
+    for batch in 0..2 {
+        let mut pipeline = Vec::new();
+        for i in 0..300 {
+            let msg = format!("b{batch}m{i}");
+            pipeline.extend_from_slice(format!("*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n${}\r\n{msg}\r\n", msg.len()).as_bytes());
+        }
+        publisher.send(&pipeline);
+        for _ in 0..300 {
+            assert_eq!(publisher.read_reply(), b":3\r\n");
+        }
+        for i in 0..300 {
+            let msg = format!("b{batch}m{i}");
+            let len = msg.len();
+            assert_eq!(s(both.read_reply()), format!("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n${len}\r\n{msg}\r\n"));
+            assert_eq!(s(both.read_reply()), format!("*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n${len}\r\n{msg}\r\n"));
+            assert_eq!(s(resp3.read_reply()), format!(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n${len}\r\n{msg}\r\n"));
+        }
+    }
+}
+
 #[test]
 fn publish_inside_multi_is_delivered_after_exec() {
     let server = Server::start(&[]);

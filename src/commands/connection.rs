@@ -279,7 +279,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             return Err(CmdError::Syntax);
         }
     }
-    let mut all: Vec<&Client> = ctx.server.clients.values().collect();
+    let mut all: Vec<&Client> = ctx.server.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut text = String::new();

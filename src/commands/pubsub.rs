@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::{help, help_reply, CmdError, Ctx};
 use crate::glob::glob_match;
-use crate::protocol::{encode_reply, ProtocolVersion, Reply};
+use crate::protocol::{encode_push, ProtocolVersion, Reply};
 use crate::state::{Client, ClientId, ServerState};
 
 /// The three subscription namespaces.
@@ -153,36 +153,54 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
-/// A message being delivered, encoded once per protocol version.
-struct Delivery {
-    msg: Reply,
+/// A message being delivered: its parts, encoded once per protocol version when it goes to
+/// more than one receiver (straight into the receiver's output when it goes to one).
+struct Delivery<'a> {
+    parts: &'a [&'a [u8]],
+    shared: bool,
     encoded: [Option<Vec<u8>>; 2],
 }
 
-impl Delivery {
-    fn new(msg: Reply) -> Delivery {
-        Delivery { msg, encoded: [None, None] }
+impl<'a> Delivery<'a> {
+    fn new(parts: &'a [&'a [u8]], receivers: usize) -> Delivery<'a> {
+        Delivery { parts, shared: receivers > 1, encoded: [None, None] }
     }
 
     fn append_to(&mut self, c: &mut Client) {
+        if !self.shared {
+            encode_push(self.parts, c.proto, &mut c.out);
+            return;
+        }
         let slot = &mut self.encoded[(c.proto == ProtocolVersion::Resp3) as usize];
         let bytes = slot.get_or_insert_with(|| {
             let mut out = Vec::new();
-            encode_reply(&self.msg, c.proto, &mut out);
+            encode_push(self.parts, c.proto, &mut out);
             out
         });
         c.out.extend_from_slice(bytes);
     }
 }
 
-/// Appends `msg` to a receiver's output in its protocol. The running client is not in the
-/// server's map while it runs, so it is passed apart.
-fn deliver(server: &mut ServerState, current: &mut Option<&mut Client>, id: ClientId, msg: &mut Delivery) {
-    if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
-        msg.append_to(c);
-    } else if let Some(c) = server.clients.get_mut(&id) {
-        msg.append_to(c);
-        server.pushed.push(id);
+/// Appends `msg` to each receiver's output in its protocol, and marks the receivers for
+/// release with this batch (once each: a subscriber already marked is not listed again).
+/// The running client is not in the server's map while it runs, so it is passed apart.
+fn deliver_all(
+    clients: &mut crate::state::ClientTable,
+    pushed: &mut Vec<ClientId>,
+    current: &mut Option<&mut Client>,
+    ids: &[ClientId],
+    msg: &mut Delivery<'_>,
+) {
+    for &id in ids {
+        if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
+            msg.append_to(c);
+        } else if let Some(c) = clients.get_mut(&id) {
+            msg.append_to(c);
+            if !c.release_due {
+                c.release_due = true;
+                pushed.push(id);
+            }
+        }
     }
 }
 
@@ -194,29 +212,20 @@ pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shar
 /// PUBLISH where there may be no running client (the cron's expiry events).
 pub fn publish_raw(server: &mut ServerState, mut current: Option<&mut Client>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
     let mut receivers = 0;
-    let (map, verb) = if shard { (&server.pubsub.shard_channels, "smessage") } else { (&server.pubsub.channels, "message") };
-    if let Some(ids) = map.get(channel).cloned() {
-        let mut msg =
-            Delivery::new(Reply::Push(vec![Reply::bulk(verb.as_bytes()), Reply::Bulk(channel.clone()), Reply::Bulk(message.clone())]));
-        for id in ids {
-            deliver(server, &mut current, id, &mut msg);
-            receivers += 1;
-        }
+    let ServerState { pubsub, clients, pushed, .. } = server;
+    let (map, verb): (_, &[u8]) = if shard { (&pubsub.shard_channels, b"smessage") } else { (&pubsub.channels, b"message") };
+    if let Some(ids) = map.get(channel) {
+        let parts = [verb, &channel[..], &message[..]];
+        let mut msg = Delivery::new(&parts, ids.len());
+        deliver_all(clients, pushed, &mut current, ids, &mut msg);
+        receivers += ids.len() as i64;
     }
     if !shard {
-        let matching: Vec<(Bytes, Vec<ClientId>)> =
-            server.pubsub.patterns.iter().filter(|(p, _)| glob_match(p, channel, false)).map(|(p, ids)| (p.clone(), ids.clone())).collect();
-        for (pattern, ids) in matching {
-            let mut msg = Delivery::new(Reply::Push(vec![
-                Reply::bulk(b"pmessage"),
-                Reply::Bulk(pattern),
-                Reply::Bulk(channel.clone()),
-                Reply::Bulk(message.clone()),
-            ]));
-            for id in ids {
-                deliver(server, &mut current, id, &mut msg);
-                receivers += 1;
-            }
+        for (pattern, ids) in pubsub.patterns.iter().filter(|(p, _)| glob_match(p, channel, false)) {
+            let parts: [&[u8]; 4] = [b"pmessage", &pattern[..], &channel[..], &message[..]];
+            let mut msg = Delivery::new(&parts, ids.len());
+            deliver_all(clients, pushed, &mut current, ids, &mut msg);
+            receivers += ids.len() as i64;
         }
     }
     receivers

@@ -254,7 +254,7 @@ impl Executor {
     fn send_invalidation(&mut self, mut current: Option<&mut Client>, by_current: bool, id: u64, keys: Option<&[Bytes]>) {
         let current_id = current.as_deref().map(|c| c.id);
         let (redirect, noloop, proto) = {
-            let c = if current_id == Some(id) { current.as_deref() } else { self.server.clients.get(&id) };
+            let c = if current_id == Some(id) { current.as_deref() } else { self.server.clients.get(&id).map(|c| &**c) };
             let Some(c) = c else { return };
             let Some(m) = &c.tracking else { return };
             (m.redirect, m.noloop, c.proto)
@@ -266,7 +266,7 @@ impl Executor {
         if current_id != Some(target) && !self.server.clients.contains_key(&target) {
             // The redirect is gone: the tracking client hears of it (in RESP3).
             let broken = Reply::Push(vec![Reply::bulk(b"tracking-redir-broken"), Reply::Int(redirect as i64)]);
-            let c = if current_id == Some(id) { current.as_deref_mut() } else { self.server.clients.get_mut(&id) };
+            let c = if current_id == Some(id) { current.as_deref_mut() } else { self.server.clients.get_mut(&id).map(|c| &mut **c) };
             if let Some(c) = c {
                 if let Some(m) = c.tracking.as_mut() {
                     m.broken_redirect = true;

@@ -187,8 +187,7 @@ impl Executor {
     /// Sends what the client's output holds, then a file job after it (nothing overtakes the
     /// job: one byte stands for it in `task_pending` until the task has written it).
     fn send_job(client: &mut Client, head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)>) {
-        let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, crate::state::OutputLimit::default());
+        Self::send_output(client, crate::state::OutputLimit::default());
         client.flags.task_pending.fetch_add(1, Ordering::AcqRel);
         let _ = client.tx.send(ClientOutput::Stream { head, parts });
     }
@@ -241,9 +240,8 @@ impl Executor {
             if c.out.is_empty() {
                 continue;
             }
-            let out = std::mem::take(&mut c.out);
-            self.server.stats.net_output_bytes += out.len() as u64;
-            if Self::send_output(c, out, limit) {
+            self.server.stats.net_output_bytes += c.out.len() as u64;
+            if Self::send_output(c, limit) {
                 log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
                 self.server.kill_list.push(id);
             }

@@ -6,22 +6,28 @@ use super::Executor;
 use crate::log;
 use crate::state::{Client, ClientId, ClientOutput, OutputLimit};
 
+/// The output buffer a client keeps between batches; a bigger one (a large reply) is let go.
+const OUT_KEEP_BYTES: usize = 16 * 1024;
+
 impl Executor {
-    /// Writes reply bytes to the client's socket from here when nothing is queued in its
-    /// task and the socket takes them; whatever is left goes through the task, in order.
+    /// Writes the client's output to its socket from here when nothing is queued in its
+    /// task and the socket takes it; whatever is left goes through the task, in order. The
+    /// output buffer is emptied but keeps its allocation for the next batch (up to
+    /// `OUT_KEEP_BYTES`): one allocation per client, not one per reply.
     /// Returns true when the bytes queued in the task pass the client's output limit
     /// (`client-output-buffer-limit`: the hard one, or the soft one for longer than its
     /// time): the caller then disconnects it, as Redis does.
-    pub(super) fn send_output(client: &mut Client, bytes: Vec<u8>, limit: OutputLimit) -> bool {
-        if bytes.is_empty() {
+    pub(super) fn send_output(client: &mut Client, limit: OutputLimit) -> bool {
+        client.release_due = false;
+        if client.out.is_empty() {
             return false;
         }
         let mut written = 0;
         if client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
             if let Some(sock) = client.sock.as_mut() {
                 use std::io::Write;
-                while written < bytes.len() {
-                    match sock.write(&bytes[written..]) {
+                while written < client.out.len() {
+                    match sock.write(&client.out[written..]) {
                         Ok(0) => break,
                         Ok(n) => written += n,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -31,11 +37,22 @@ impl Executor {
                 }
             }
         }
-        if written == bytes.len() {
+        let total = client.out.len();
+        let rest = if written == 0 && client.out.capacity() > OUT_KEEP_BYTES {
+            // Nothing went: hand the whole buffer over rather than copy it.
+            std::mem::take(&mut client.out)
+        } else {
+            let rest = client.out[written..].to_vec();
+            client.out.clear();
+            if client.out.capacity() > OUT_KEEP_BYTES {
+                client.out = Vec::new();
+            }
+            rest
+        };
+        if written == total {
             client.soft_limit_since_ms = None;
             return false;
         }
-        let rest = bytes[written..].to_vec();
         let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
         let _ = client.tx.send(ClientOutput::Replies(rest));
         if limit.hard > 0 && queued > limit.hard {
@@ -54,6 +71,7 @@ impl Executor {
     /// wait: blocked or paused). Its log records are written first, as for any reply; if the
     /// log cannot be written the replies stay until the client's batch ends.
     pub(super) fn send_early(&mut self, client: &mut Client) {
+        self.clock_mark = None;
         if self.logging() {
             self.flush_log();
             if self.must_wait_for_log(client) {
@@ -64,8 +82,7 @@ impl Executor {
                 return;
             }
         }
-        let out = std::mem::take(&mut client.out);
-        Self::send_output(client, out, OutputLimit::default());
+        Self::send_output(client, OutputLimit::default());
     }
 
     /// The output limits of a client's class (normal, pubsub or replica).
@@ -91,13 +108,12 @@ impl Executor {
             None => return,
         };
         let Some(client) = self.server.clients.get_mut(&id) else { return };
-        let out = std::mem::take(&mut client.out);
-        self.server.stats.net_output_bytes += out.len() as u64;
+        self.server.stats.net_output_bytes += client.out.len() as u64;
         if client.close_after_reply {
-            let _ = client.tx.send(ClientOutput::Close(out));
+            let _ = client.tx.send(ClientOutput::Close(std::mem::take(&mut client.out)));
             return;
         }
-        if Self::send_output(client, out, limit) {
+        if Self::send_output(client, limit) {
             log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
             self.server.kill_list.push(id);
         }
@@ -111,6 +127,8 @@ impl Executor {
     }
 
     pub fn release_replies(&mut self) {
+        // Sending takes time: the next command reads the clock afresh.
+        self.clock_mark = None;
         // The batch's records reach the log (and the disk, per appendfsync) before any of
         // its replies leave; if the write fails, the replies that depend on it wait.
         if self.logging() {

@@ -117,6 +117,16 @@ pub fn encode_request<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
     }
 }
 
+/// Appends a Pub/Sub message (`message`/`pmessage`... and its bulk parts): a push frame in
+/// RESP3, an array in RESP2. Written straight from the parts, with no `Reply` built.
+pub fn encode_push(parts: &[&[u8]], proto: ProtocolVersion, out: &mut Vec<u8>) {
+    out.reserve(8 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
+    int_line(out, if proto == ProtocolVersion::Resp3 { b'>' } else { b'*' }, parts.len() as i64);
+    for part in parts {
+        bulk(out, part);
+    }
+}
+
 fn line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
     out.push(prefix);
     out.extend_from_slice(text);

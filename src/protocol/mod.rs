@@ -11,6 +11,6 @@ mod reply;
 mod split;
 
 pub use decoder::{DecodeLimits, ProtocolError, RequestDecoder, PROTO_INLINE_MAX_SIZE};
-pub use encode::{encode_reply, encode_request, ProtocolVersion};
+pub use encode::{encode_push, encode_reply, encode_request, ProtocolVersion};
 pub use reply::Reply;
 pub use split::split_args;

@@ -183,7 +183,7 @@ impl ReplState {
 impl crate::state::ServerState {
     /// The replicas (connections that asked for the stream) and what is known of each.
     pub fn replica_peers(&self) -> impl Iterator<Item = (&crate::state::Client, &Peer)> {
-        self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (c, p)))
+        self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (&**c, p)))
     }
 
     /// Online replicas that acknowledged `offset` (WAIT).
