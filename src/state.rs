@@ -181,7 +181,7 @@ pub struct Client {
     /// allow-oom scripts) are not refused one by one.
     pub deny_oom_exempt: bool,
     /// Between MULTI and EXEC: the queued commands.
-    pub multi: Option<Vec<Vec<Bytes>>>,
+    pub multi: Option<Vec<QueuedCommand>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub multi_dirty: bool,
     /// Set by EXEC's handler: the executor runs the queue.
@@ -221,6 +221,10 @@ pub struct Client {
 /// The connected clients by id (boxed: the running client is taken out and put back for
 /// every batch, and a box moves as one pointer).
 pub type ClientTable = HashMap<ClientId, Box<Client>, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// A command queued by MULTI: resolved when queued (EXEC runs it without a second lookup,
+/// as Redis keeps the command pointer), with its arguments.
+pub type QueuedCommand = (&'static crate::commands::CommandSpec, Vec<Bytes>);
 
 /// A client waiting in a blocking command, with the rest of its pipeline.
 #[derive(Debug)]

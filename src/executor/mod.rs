@@ -446,7 +446,7 @@ impl Executor {
         self.clock_mark = None;
     }
 
-    fn run_batch(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, start: usize, protocol_error: Option<String>) {
+    fn run_batch(&mut self, client: &mut Client, mut cmds: Vec<Vec<Bytes>>, start: usize, protocol_error: Option<String>) {
         for i in start..cmds.len() {
             if client.close_after_reply {
                 break;
@@ -455,7 +455,8 @@ impl Executor {
                 self.postpone(client, cmds, i, protocol_error);
                 return;
             }
-            let reply = self.execute(client, &cmds[i]);
+            // A command MULTI queues takes its arguments (cmds[i] is left empty).
+            let reply = self.execute_args(client, Args::Owned(&mut cmds[i]), None);
             if let Some(request) = client.block_request.take() {
                 self.park(client, cmds, i, request, protocol_error);
                 return;
@@ -627,8 +628,14 @@ impl Executor {
     /// generic checks (existence, arity, authentication). When a top-level command ends,
     /// its log records are committed to the log buffer.
     pub fn execute(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
+        self.execute_args(client, Args::Borrowed(args), None)
+    }
+
+    /// `execute` for arguments the batch owns (a command queued by MULTI takes them rather
+    /// than a copy) or a command already resolved (EXEC's queue).
+    fn execute_args(&mut self, client: &mut Client, args: Args<'_>, resolved: Option<&'static CommandSpec>) -> Reply {
         self.exec_depth += 1;
-        let reply = self.execute_checked(client, args);
+        let reply = self.execute_checked(client, args, resolved);
         self.exec_depth -= 1;
         if self.exec_depth == 0 {
             if self.logging() && self.commit_pending() {
@@ -648,8 +655,13 @@ impl Executor {
         reply
     }
 
-    fn execute_checked(&mut self, client: &mut Client, args: &[Bytes]) -> Reply {
-        let cmd = match commands::resolve(args) {
+    fn execute_checked(&mut self, client: &mut Client, owned: Args<'_>, resolved: Option<&'static CommandSpec>) -> Reply {
+        let args = owned.get();
+        let resolution = match resolved {
+            Some(cmd) => Resolved::Found(cmd),
+            None => commands::resolve(args),
+        };
+        let cmd = match resolution {
             Resolved::Found(cmd) => cmd,
             Resolved::Unknown => return Self::reject(client, commands::unknown_command_error(args)),
             Resolved::UnknownSubcommand => return Self::reject(client, commands::unknown_subcommand_error(args)),
@@ -720,7 +732,7 @@ impl Executor {
                     client.multi_dirty = true;
                     return Reply::error("ERR Command not allowed inside a transaction");
                 }
-                queue.push(args.to_vec());
+                queue.push((cmd, owned.take()));
                 return Reply::status("QUEUED");
             }
         }
@@ -931,8 +943,8 @@ impl Executor {
             client.deny_blocking = true;
             client.in_exec = true;
             let mut replies = Vec::with_capacity(queued.len());
-            for args in &queued {
-                let mut r = self.execute(client, args);
+            for (cmd, args) in &queued {
+                let mut r = self.execute_args(client, Args::Borrowed(args), Some(cmd));
                 // A blocking command inside a transaction answers as if it timed out.
                 if let Some(request) = client.block_request.take() {
                     r = request.timeout_reply;
@@ -946,5 +958,28 @@ impl Executor {
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         commands::transactions::discard_transaction(&mut ctx);
         reply
+    }
+}
+
+/// A command's arguments as the executor receives them.
+enum Args<'a> {
+    Borrowed(&'a [Bytes]),
+    /// The batch's own: taken, not copied, when MULTI queues the command.
+    Owned(&'a mut Vec<Bytes>),
+}
+
+impl Args<'_> {
+    fn get(&self) -> &[Bytes] {
+        match self {
+            Args::Borrowed(a) => a,
+            Args::Owned(v) => v,
+        }
+    }
+
+    fn take(self) -> Vec<Bytes> {
+        match self {
+            Args::Borrowed(a) => a.to_vec(),
+            Args::Owned(v) => std::mem::take(v),
+        }
     }
 }
