@@ -42,17 +42,37 @@ fn bad_directive_is_fatal_with_redis_message() {
 fn logs_on_start_and_sigterm_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let port = common::free_port();
-    let mut child = Command::new(vermilion_bin())
-        .args(["--port", &port.to_string(), "--dir", dir.path().to_str().unwrap(), "--logfile", log.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Ready means our own log says so: a bare TCP connect can reach another test's server
+    // that took the port between free_port() and our bind (our server then exits at once;
+    // this was the test's rare CI failure). Such a start is retried on a fresh port.
+    let mut attempt = 0;
+    let (mut child, port) = loop {
+        attempt += 1;
+        let port = common::free_port();
+        let mut child = Command::new(vermilion_bin())
+            .args(["--port", &port.to_string(), "--dir", dir.path().to_str().unwrap(), "--logfile", log.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let ready = loop {
+            if std::fs::read_to_string(&log)
+                .is_ok_and(|t| t.contains(&format!("pid={}", child.id())) && t.contains("Ready to accept connections"))
+            {
+                break true;
+            }
+            if child.try_wait().ok().flatten().is_some() {
+                break false;
+            }
+            assert!(Instant::now() < deadline, "server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if ready {
+            break (child, port);
+        }
+        assert!(attempt < 3, "server exited at start three times; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        let _ = std::fs::remove_file(&log);
+    };
     // SIGTERM: clean exit with Redis-like lines.
     unsafe_kill(child.id(), "TERM");
     let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exited after SIGTERM");
