@@ -167,15 +167,14 @@ impl Server {
                 return false;
             }
             if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                if s.write_all(b"PING\r\n").is_ok() {
-                    let mut buf = [0u8; 64];
-                    if let Ok(n) = s.read(&mut buf) {
-                        // Still loading its data: not ready for the test yet.
-                        if n > 0 && !buf[..n].starts_with(b"-LOADING") {
-                            return true;
-                        }
-                    }
+                match answering_pid(&mut s) {
+                    // Still loading its data: not ready for the test yet.
+                    Answer::Loading | Answer::Nothing => {}
+                    // Another test's server took the port between free_port() and our bind:
+                    // ours exits, and the caller retries on a fresh port.
+                    Answer::Pid(pid) if pid != self.child.id() => return false,
+                    // Ours, or a server that answers but hides INFO (requirepass).
+                    Answer::Pid(_) | Answer::Other => return true,
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -341,5 +340,45 @@ impl Rng {
 
     pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
+    }
+}
+
+/// What a server said to `INFO server` while a test waited for it.
+enum Answer {
+    Nothing,
+    Loading,
+    Pid(u32),
+    Other,
+}
+
+/// Asks the server on `s` for its process id (INFO server's `process_id`).
+fn answering_pid(s: &mut TcpStream) -> Answer {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"INFO server\r\n").is_err() {
+        return Answer::Nothing;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(n) if n > 0 => n,
+            _ => return if got.is_empty() { Answer::Nothing } else { Answer::Other },
+        };
+        got.extend_from_slice(&buf[..n]);
+        if got.starts_with(b"-LOADING") {
+            return Answer::Loading;
+        }
+        if got.starts_with(b"-") {
+            return Answer::Other;
+        }
+        let text = String::from_utf8_lossy(&got);
+        if let Some(rest) = text.split("process_id:").nth(1) {
+            if let Some(line) = rest.split("\r\n").next().filter(|_| rest.contains("\r\n")) {
+                return line.trim().parse().map_or(Answer::Other, Answer::Pid);
+            }
+        }
+        if got.len() > 64 * 1024 {
+            return Answer::Other;
+        }
     }
 }
