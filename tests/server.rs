@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{vermilion_bin, Server};
@@ -40,47 +40,19 @@ fn bad_directive_is_fatal_with_redis_message() {
 
 #[test]
 fn logs_on_start_and_sigterm_shutdown() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("server.log");
-    // Ready means our own log says so: a bare TCP connect can reach another test's server
-    // that took the port between free_port() and our bind (our server then exits at once;
-    // this was the test's rare CI failure). Such a start is retried on a fresh port.
-    let mut attempt = 0;
-    let (mut child, port) = loop {
-        attempt += 1;
-        let port = common::free_port();
-        let mut child = Command::new(vermilion_bin())
-            .args(["--port", &port.to_string(), "--dir", dir.path().to_str().unwrap(), "--logfile", log.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let ready = loop {
-            if std::fs::read_to_string(&log)
-                .is_ok_and(|t| t.contains(&format!("pid={}", child.id())) && t.contains("Ready to accept connections"))
-            {
-                break true;
-            }
-            if child.try_wait().ok().flatten().is_some() {
-                break false;
-            }
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        if ready {
-            break (child, port);
-        }
-        assert!(attempt < 3, "server exited at start three times; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
-        let _ = std::fs::remove_file(&log);
-    };
+    // A relative logfile lands in the server's dir. The harness's readiness probe checks the
+    // answering server is this one (INFO's process_id), so the log below is its own.
+    let mut server = Server::start(&["--logfile", "server.log"]);
+    let log = server.dir.path().join("server.log");
+    let (pid, port) = (server.pid(), server.port);
     // SIGTERM: clean exit with Redis-like lines.
-    unsafe_kill(child.id(), "TERM");
-    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exited after SIGTERM");
+    unsafe_kill(pid, "TERM");
+    let status = server.wait_exit_status(Duration::from_secs(10)).expect("exited after SIGTERM");
     let text = std::fs::read_to_string(&log).unwrap();
     // The status and the log together say where a failed exit stopped (seen once in CI).
     assert!(status.success(), "exit status {status:?}; log:\n{text}");
     for needle in [
-        &format!("pid={}", child.id()) as &str,
+        &format!("pid={pid}") as &str,
         "Vermilion is starting",
         &format!("port={port}"),
         "Ready to accept connections",
@@ -93,17 +65,6 @@ fn logs_on_start_and_sigterm_shutdown() {
 
 fn unsafe_kill(pid: u32, sig: &str) {
     Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
-}
-
-fn wait_timeout(child: &mut std::process::Child, t: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + t;
-    while Instant::now() < deadline {
-        if let Ok(Some(st)) = child.try_wait() {
-            return Some(st);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 #[test]

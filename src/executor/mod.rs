@@ -655,8 +655,8 @@ impl Executor {
         reply
     }
 
-    fn execute_checked(&mut self, client: &mut Client, owned: Args<'_>, resolved: Option<&'static CommandSpec>) -> Reply {
-        let args = owned.get();
+    fn execute_checked(&mut self, client: &mut Client, argv: Args<'_>, resolved: Option<&'static CommandSpec>) -> Reply {
+        let args = argv.get();
         let resolution = match resolved {
             Some(cmd) => Resolved::Found(cmd),
             None => commands::resolve(args),
@@ -732,7 +732,7 @@ impl Executor {
                     client.multi_dirty = true;
                     return Reply::error("ERR Command not allowed inside a transaction");
                 }
-                queue.push((cmd, owned.take()));
+                queue.push((cmd, argv.take()));
                 return Reply::status("QUEUED");
             }
         }

@@ -9,6 +9,15 @@ use crate::state::{Client, ClientId, ClientOutput, OutputLimit};
 /// The output buffer a client keeps between batches; a bigger one (a large reply) is let go.
 const OUT_KEEP_BYTES: usize = 16 * 1024;
 
+/// Empties a sent output buffer, keeping its allocation unless it grew past `OUT_KEEP_BYTES`.
+fn recycle(out: &mut Vec<u8>) {
+    if out.capacity() > OUT_KEEP_BYTES {
+        *out = Vec::new();
+    } else {
+        out.clear();
+    }
+}
+
 impl Executor {
     /// Writes the client's output to its socket from here when nothing is queued in its
     /// task and the socket takes it; whatever is left goes through the task, in order. The
@@ -37,22 +46,20 @@ impl Executor {
                 }
             }
         }
-        let total = client.out.len();
-        let rest = if written == 0 && client.out.capacity() > OUT_KEEP_BYTES {
-            // Nothing went: hand the whole buffer over rather than copy it.
-            std::mem::take(&mut client.out)
-        } else {
-            let rest = client.out[written..].to_vec();
-            client.out.clear();
-            if client.out.capacity() > OUT_KEEP_BYTES {
-                client.out = Vec::new();
-            }
-            rest
-        };
-        if written == total {
+        if written == client.out.len() {
+            recycle(&mut client.out);
             client.soft_limit_since_ms = None;
             return false;
         }
+        // The rest goes through the task: the whole buffer when nothing went (no copy), else
+        // a copy of what is left.
+        let rest = if written == 0 {
+            std::mem::take(&mut client.out)
+        } else {
+            let rest = client.out[written..].to_vec();
+            recycle(&mut client.out);
+            rest
+        };
         let queued = client.flags.task_pending.fetch_add(rest.len() as u64, std::sync::atomic::Ordering::AcqRel) + rest.len() as u64;
         let _ = client.tx.send(ClientOutput::Replies(rest));
         if limit.hard > 0 && queued > limit.hard {

@@ -111,19 +111,21 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
 
 /// Appends `args` as a multibulk request (the form clients send and the log stores).
 pub fn encode_request<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
-    int_line(out, b'*', args.len() as i64);
-    for arg in args {
-        bulk(out, arg.as_ref());
-    }
+    bulks(out, b'*', args);
 }
 
 /// Appends a Pub/Sub message (`message`/`pmessage`... and its bulk parts): a push frame in
 /// RESP3, an array in RESP2. Written straight from the parts, with no `Reply` built.
 pub fn encode_push(parts: &[&[u8]], proto: ProtocolVersion, out: &mut Vec<u8>) {
     out.reserve(8 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
-    int_line(out, if proto == ProtocolVersion::Resp3 { b'>' } else { b'*' }, parts.len() as i64);
-    for part in parts {
-        bulk(out, part);
+    bulks(out, if proto == ProtocolVersion::Resp3 { b'>' } else { b'*' }, parts);
+}
+
+/// An aggregate header (`prefix` and the count) followed by each item as a bulk string.
+fn bulks<A: AsRef<[u8]>>(out: &mut Vec<u8>, prefix: u8, items: &[A]) {
+    int_line(out, prefix, items.len() as i64);
+    for item in items {
+        bulk(out, item.as_ref());
     }
 }
 

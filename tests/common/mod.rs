@@ -196,14 +196,19 @@ impl Server {
 
     /// Waits for the process to exit by itself (e.g. after SHUTDOWN); true if it did.
     pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        self.wait_exit_status(timeout).is_some()
+    }
+
+    /// The process's exit status, if it exits within `timeout`.
+    pub fn wait_exit_status(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        false
+        None
     }
 
     pub fn kill9(&mut self) {
