@@ -706,3 +706,32 @@ fn a_stalled_fsync_delays_writes_under_everysec() {
     s.restart(&[]);
     assert_eq!(digest(&mut s.client()), expected);
 }
+
+/// `always`: a reply waits for an fdatasync that started after its record was written. A
+/// write made while a sync runs is not covered by that sync (its bytes may not be in it), so
+/// it waits for the next one, which starts as soon as the running one ends.
+#[test]
+fn always_replies_wait_for_a_sync_that_covers_their_write() {
+    let mut s = Server::start_with_env(&[("VERMILION_FAILPOINT_FSYNC_DELAY_MS", "400")], &["--appendfsync", "always"]);
+    let mut a = s.client();
+    let mut b = s.client();
+    // The connections' own setup is behind us; the next sync starts with A's write.
+    let t0 = Instant::now();
+    let first = std::thread::spawn(move || {
+        let _: () = q(&mut a, &["SET", "a", "1"]);
+        t0.elapsed()
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    let _: () = q(&mut b, &["SET", "b", "2"]);
+    let second = t0.elapsed();
+    let first = first.join().expect("client A");
+    assert!(first >= Duration::from_millis(400), "A was answered before its sync ended ({first:?})");
+    // B's write landed during A's sync (about 150 ms in): answered after the next sync,
+    // about 800 ms in, not when A's sync ended (about 400 ms).
+    assert!(second >= Duration::from_millis(700), "B was answered by a sync that began before its write ({second:?})");
+    assert!(second < Duration::from_millis(5000), "B waited far too long ({second:?})");
+    let expected = digest(&mut b);
+    drop(b);
+    s.restart(&[]);
+    assert_eq!(digest(&mut s.client()), expected);
+}

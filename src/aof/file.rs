@@ -6,7 +6,10 @@
 //! - `always`: the executor wakes the thread after each write; the thread syncs everything
 //!   written so far and calls `on_synced`. Replies wait until `synced` covers their records
 //!   (the executor holds them; see `Aof::durable_offset`), so one fdatasync serves every batch
-//!   written while the previous one ran.
+//!   written while the previous one ran. The executor keeps writing while a sync runs, so the
+//!   thread finds the next sync's bytes ready the moment one ends: the disk is never left
+//!   idle waiting for the executor to wake (measured: 0.87 of Redis's SET rate when batches
+//!   waited for the sync to end and were written on its notice, 1.05 without that wait).
 //! - `everysec`: the thread syncs once a second when something was written; if one of its
 //!   fsyncs takes more than two seconds, `append` waits for it, so a stalled disk delays
 //!   writes instead of letting the unsynced tail grow without bound.

@@ -290,16 +290,13 @@ impl Executor {
         true
     }
 
-    /// Writes the batch's records before its replies leave. False when the write failed:
-    /// the replies that depend on it must wait.
-    /// Writes the buffered records (the fsync, under `always`, follows on the fsync thread).
+    /// Writes the batch's records before its replies leave (under `always` the fsync thread
+    /// syncs them). False when the write failed: the replies that depend on it must wait.
+    /// A batch is written even while a sync runs: the fsync thread then starts the next sync
+    /// as soon as the running one ends, with no round trip through the executor, so the disk
+    /// never idles while records wait (the replies of one batch go out while the next syncs).
     pub(super) fn flush_log(&mut self) -> bool {
         let Some(aof) = self.aof.as_mut() else { return true };
-        // Under `always`, while a sync runs, batches gather in the buffer: it is written in
-        // one go when the sync ends (LogSynced), and the next sync covers all of it.
-        if aof.policy == Fsync::Always && aof.log.unsynced() > 0 && aof.write_error.is_none() && !aof.log.fsync_failed() {
-            return true;
-        }
         let ok = aof.flush().is_ok();
         self.server.aof_info = Some(aof.info());
         ok
