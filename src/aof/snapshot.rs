@@ -59,7 +59,7 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
     let mut e = Enc(std::mem::take(out));
     e.put(&(db as u32));
     e.put(key);
-    e.put(&entry.expire_at);
+    e.put(&entry.expire_at());
     match &entry.value {
         Value::Str(s) => {
             e.put(&T_STR);
@@ -247,7 +247,7 @@ impl<'a> Dec<'a> {
                     let v = self.bytes()?;
                     h.set(f, v, limits.hash);
                 }
-                Value::Hash(Box::new(h))
+                Value::Hash(h)
             }
             _ => return Err(SnapshotError { offset: at, reason: format!("unknown value type {tag}") }),
         })
@@ -352,7 +352,7 @@ mod tests {
         let loaded = decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
         assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys), (42, 5, 3));
         assert_eq!(loaded.scripting, scripting);
-        assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at)), Some((Value::string("hello"), Some(123))));
+        assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at())), Some((Value::string("hello"), Some(123))));
         assert_eq!(back.db(3).peek(b"l").map(|e| e.value.clone()), ks.db(3).peek(b"l").map(|e| e.value.clone()));
     }
 

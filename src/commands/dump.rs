@@ -152,7 +152,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut moving = Vec::new();
     for key in keys {
         if let Some(e) = ctx.ks.get(db, &key, now) {
-            let ttl = e.expire_at.map_or(0, |at| (at - now).max(1));
+            let ttl = e.expire_at().map_or(0, |at| (at - now).max(1));
             moving.push((key, ttl, payload_of(&e.value)));
         }
     }

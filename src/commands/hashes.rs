@@ -34,7 +34,7 @@ fn pick_mut(v: &mut Value) -> Option<&mut HashValue> {
 }
 
 fn new_hash() -> Value {
-    Value::Hash(Box::default())
+    Value::Hash(HashValue::default())
 }
 
 /// The hash at `key` for reading, borrowing only the keyspace (so the caller can use the
@@ -339,7 +339,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
         return Ok(Reply::Array(Vec::new()));
     };
     let (count, uniq) = (l.unsigned_abs(), l >= 0);
-    if count == 0 {
+    if count == 0 || h.is_empty() {
         return Ok(Reply::Array(Vec::new()));
     }
     // RESP3 nests each field/value pair in an array, RESP2 flattens them.
@@ -355,10 +355,16 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
         }
     };
     let size = h.len() as u64;
+    // A listpack is scanned to reach an entry: list it once for the draws.
+    let listed: Option<Vec<(&[u8], &[u8])>> = h.is_listpack().then(|| h.iter().collect());
+    let at = |i: usize| match &listed {
+        Some(all) => all.get(i).copied(),
+        None => h.entry_at(i),
+    };
     if !uniq || count == 1 {
         out.reserve(count.min(1 << 16) as usize);
         for _ in 0..count {
-            if let Some((f, v)) = h.random(server.random()) {
+            if let Some((f, v)) = at((server.random() % size) as usize) {
                 push(&mut out, f, v);
             }
         }
@@ -368,7 +374,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
         }
     } else {
         for i in sample_distinct(size as usize, count as usize, &mut || server.random()) {
-            if let Some((f, v)) = h.entry_at(i) {
+            if let Some((f, v)) = at(i) {
                 push(&mut out, f, v);
             }
         }

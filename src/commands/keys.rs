@@ -128,7 +128,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     let Some(entry) = ctx.ks.get_mut(db, key, now) else {
         return Ok(Reply::Int(0));
     };
-    let current = entry.expire_at;
+    let current = entry.expire_at();
     if flags & EXPIRE_NX != 0 && current.is_some() {
         return Ok(Reply::Int(0));
     }
@@ -190,7 +190,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> R
     let Some(entry) = ctx.ks.get_no_touch(db, &args[1], now) else {
         return Ok(Reply::Int(-2));
     };
-    let Some(at) = entry.expire_at else {
+    let Some(at) = entry.expire_at() else {
         return Ok(Reply::Int(-1));
     };
     let ttl = (if absolute { at } else { at.saturating_sub(now) }).max(0);
@@ -231,7 +231,7 @@ pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
 /// ```
 pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.expire_at.is_some());
+    let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.expire_at().is_some());
     if had {
         ctx.ks.db_mut(db).set_expire(&args[1], None);
         ctx.dirty(1);
@@ -251,7 +251,7 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         .ks
         .db(db)
         .iter()
-        .filter(|(k, e)| (all || crate::glob::glob_match(pattern, k, false)) && e.expire_at.is_none_or(|at| at > now))
+        .filter(|(k, e)| (all || crate::glob::glob_match(pattern, k, false)) && e.expire_at().is_none_or(|at| at > now))
         .map(|(k, _)| Reply::Bulk(k.clone()))
         .collect();
     Ok(Reply::Array(out))
@@ -420,7 +420,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if src_db == dst_db && src == dst {
         return Err(CmdError::other("ERR source and destination objects are the same"));
     }
-    let Some((value, expire_at)) = ctx.ks.get(src_db, src, now).map(|e| (e.value.clone(), e.expire_at)) else {
+    let Some((value, expire_at)) = ctx.ks.get(src_db, src, now).map(|e| (e.value.clone(), e.expire_at())) else {
         return Ok(Reply::Int(0));
     };
     if ctx.ks.get_mut(dst_db, dst, now).is_some() {

@@ -60,7 +60,7 @@ fn object_digest(digest: &mut D, entry: &Entry) {
             }
         }
     }
-    if entry.expire_at.is_some() {
+    if entry.expire_at().is_some() {
         xor_digest(digest, b"!!expire!!");
     }
 }

@@ -53,7 +53,7 @@ impl Policy {
     fn score(self, entry: &Entry, now_ms: i64, decay_minutes: u64) -> u64 {
         match self {
             Policy::AllKeysLfu | Policy::VolatileLfu => 255 - entry.lfu_counter(now_ms, decay_minutes) as u64,
-            Policy::VolatileTtl => u64::MAX - entry.expire_at.map_or(u64::MAX, |at| at.max(0) as u64),
+            Policy::VolatileTtl => u64::MAX - entry.expire_at().map_or(u64::MAX, |at| at.max(0) as u64),
             _ => entry.idle_ms(now_ms),
         }
     }
@@ -213,7 +213,7 @@ impl Keyspace {
                 let Some(entry) = self.dbs.get(best.db).and_then(|d| d.peek(&best.key)) else {
                     continue; // deleted since it was sampled
                 };
-                if volatile_only && entry.expire_at.is_none() {
+                if volatile_only && entry.expire_at().is_none() {
                     continue; // made persistent since
                 }
                 let score = policy.score(entry, now_ms, decay);

@@ -56,7 +56,9 @@ pub fn lru_clock(now_ms: i64) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub value: Value,
-    pub expire_at: Option<i64>,
+    /// The absolute expiry in ms, `NO_EXPIRE` for none: 8 bytes where an `Option<i64>`
+    /// takes 16, in every key's slot (see [`Entry::expire_at`]).
+    expire: i64,
     pub lru: u32,
     /// The snapshot epoch this entry belongs to: during a log rewrite, an entry whose mark
     /// differs from the rewrite's epoch existed when it began and is not serialized yet
@@ -64,10 +66,34 @@ pub struct Entry {
     pub snap: u32,
 }
 
+/// `Entry::expire` of a key without expiry.
+const NO_EXPIRE: i64 = i64::MIN;
+
+/// An expiry as `Entry::expire` holds it (i64::MIN ms, in the year -292 million, moves by 1 ms
+/// so it is not taken for "none").
+fn pack_expire(expire_at: Option<i64>) -> i64 {
+    expire_at.map_or(NO_EXPIRE, |at| at.max(NO_EXPIRE + 1))
+}
+
 impl Entry {
     /// A new entry, last accessed at `now_ms`, with the initial LFU counter.
     pub fn new(value: Value, expire_at: Option<i64>, now_ms: i64) -> Entry {
-        Entry { value, expire_at, lru: lru_clock(now_ms), snap: 0 }
+        Entry::with_lru(value, expire_at, lru_clock(now_ms), 0)
+    }
+
+    fn with_lru(value: Value, expire_at: Option<i64>, lru: u32, snap: u32) -> Entry {
+        Entry { value, expire: pack_expire(expire_at), lru, snap }
+    }
+
+    /// The absolute expiry in ms, if any.
+    pub fn expire_at(&self) -> Option<i64> {
+        (self.expire != NO_EXPIRE).then_some(self.expire)
+    }
+
+    /// Sets or clears the expiry. Through [`Db::modify`] or [`Db::set_expire`] only, which
+    /// keep the volatile index right.
+    pub fn set_expire_at(&mut self, expire_at: Option<i64>) {
+        self.expire = pack_expire(expire_at);
     }
 
     /// The LRU clock of the last access.
@@ -197,7 +223,7 @@ impl Db {
     }
 
     fn is_expired(entry: &Entry, now_ms: i64) -> bool {
-        entry.expire_at.is_some_and(|at| at <= now_ms)
+        entry.expire_at().is_some_and(|at| at <= now_ms)
     }
 
     /// Inserts or replaces `key`, with the given expiry. `lru` is the access data of the
@@ -223,7 +249,7 @@ impl Db {
                 NewKey::Owned(k) => k,
                 NewKey::Borrowed(k) => Bytes::copy_from_slice(k),
             };
-            let entry = Entry { value, expire_at, lru, snap };
+            let entry = Entry::with_lru(value, expire_at, lru, snap);
             self.mem += entry_mem(&key, &entry);
             if expire_at.is_some() {
                 self.volatile.insert(key.clone(), ());
@@ -234,9 +260,9 @@ impl Db {
         let key = key.bytes();
         let old = self.keys.value_at_mut(i);
         let old_mem = entry_mem(key, old);
-        let had_expire = old.expire_at.is_some();
+        let had_expire = old.expire_at().is_some();
         let lru = if keep_lru { old.lru } else { lru };
-        *old = Entry { value, expire_at, lru, snap };
+        *old = Entry::with_lru(value, expire_at, lru, snap);
         self.mem = self.mem - old_mem + entry_mem(key, old);
         if expire_at.is_some() && !had_expire {
             let stored = self.keys.key_at(i).clone();
@@ -250,13 +276,13 @@ impl Db {
     /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
     /// RENAME and MOVE do with the object they carry over.
     pub fn insert_entry(&mut self, key: Bytes, entry: Entry) {
-        let Entry { value, expire_at, lru, .. } = entry;
-        self.insert(key, value, expire_at, lru);
+        let expire_at = entry.expire_at();
+        self.insert(key, entry.value, expire_at, entry.lru);
     }
 
     /// The absolute expiry of `key` in ms, if it exists and has one (no expiry check).
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
-        self.keys.get(key).and_then(|e| e.expire_at)
+        self.keys.get(key).and_then(|e| e.expire_at())
     }
 
     pub fn contains_key(&self, key: &[u8]) -> bool {
@@ -266,7 +292,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (k, entry) = self.keys.remove(key)?;
         self.mem -= entry_mem(&k, &entry);
-        if entry.expire_at.is_some() {
+        if entry.expire_at().is_some() {
             self.volatile.remove(key);
         }
         Some(entry)
@@ -277,8 +303,8 @@ impl Db {
         let Some(entry) = self.keys.get_mut(key) else {
             return false;
         };
-        let had = entry.expire_at.is_some();
-        entry.expire_at = expire_at;
+        let had = entry.expire_at().is_some();
+        entry.set_expire_at(expire_at);
         match (had, expire_at.is_some()) {
             (false, true) => {
                 self.volatile.insert(Bytes::copy_from_slice(key), ());
@@ -303,10 +329,10 @@ impl Db {
     pub fn modify_at<R>(&mut self, index: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
         let entry = self.keys.value_at_mut(index);
         let before = entry.value.mem_usage();
-        let had_expire = entry.expire_at.is_some();
+        let had_expire = entry.expire_at().is_some();
         let r = f(entry);
         let after = entry.value.mem_usage();
-        let has_expire = entry.expire_at.is_some();
+        let has_expire = entry.expire_at().is_some();
         self.mem = self.mem + after - before;
         if had_expire != has_expire {
             let key = self.keys.key_at(index).clone();
@@ -610,7 +636,7 @@ impl Keyspace {
         loop {
             let (key, volatile) = {
                 let (k, e) = self.dbs[db].random_entry(rng())?;
-                (k.clone(), e.expire_at.is_some())
+                (k.clone(), e.expire_at().is_some())
             };
             if volatile {
                 if all_volatile && self.passive_expiry {
@@ -654,10 +680,10 @@ mod tests {
         assert!(db.set_expire(b"a", Some(T0)));
         assert_eq!(db.volatile_len(), 1);
         // modify may change the expiry too.
-        db.modify(b"a", |e| e.expire_at = None);
+        db.modify(b"a", |e| e.set_expire_at(None));
         assert_eq!(db.volatile_len(), 0);
         db.modify(b"b", |e| {
-            e.expire_at = Some(T0);
+            e.set_expire_at(Some(T0));
             e.value = Value::string(vec![b'x'; 1000]);
         });
         assert_eq!(db.volatile_len(), 1);
@@ -671,6 +697,17 @@ mod tests {
         db.insert(b("d"), Value::string("v"), Some(T0), 0);
         assert_eq!(db.clear(), 1);
         assert_eq!((db.mem_usage(), db.len(), db.volatile_len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn an_entry_is_48_bytes() {
+        // Every key pays for it: the value (32), the expiry (8), the LRU/LFU word and the
+        // rewrite epoch (4 + 4).
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        let mut e = Entry::new(Value::string("v"), Some(i64::MIN), T0);
+        assert_eq!(e.expire_at(), Some(i64::MIN + 1), "the lowest expiry is not taken for none");
+        e.set_expire_at(None);
+        assert_eq!(e.expire_at(), None);
     }
 
     #[test]
@@ -691,7 +728,7 @@ mod tests {
         assert_eq!(e.lfu_counter(T0 + 5_000 + 3 * 60_000, 0), 7);
         assert_eq!(e.lfu_counter(T0 + 5_000 + 600 * 60_000, 1), 0);
         // The 24-bit clock wraps like Redis's.
-        let wrap = Entry { value: Value::string("v"), expire_at: None, lru: LRU_CLOCK_MAX - 1, snap: 0 };
+        let wrap = Entry::with_lru(Value::string("v"), None, LRU_CLOCK_MAX - 1, 0);
         let now = ((LRU_CLOCK_MAX as i64 + 1) * 7 + 3) * 1000;
         assert_eq!(wrap.idle_ms(now), 4_000);
     }

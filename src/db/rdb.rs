@@ -67,7 +67,7 @@ impl Decoded {
                         return Err(BAD);
                     }
                 }
-                Value::Hash(Box::new(h))
+                Value::Hash(h)
             }
             Decoded::ZSet(members) => {
                 let mut z = ZSetValue::new();

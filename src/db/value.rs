@@ -11,9 +11,10 @@ use super::zset::ZSetValue;
 pub enum Value {
     Str(StrValue),
     // The collections are boxed: a key's entry then stays small (most keys are strings),
-    // and a collection's own allocation dwarfs one more pointer.
+    // and a collection's own allocation dwarfs one more pointer. A hash is 16 bytes (its
+    // small form is one packed buffer), so it is held in place.
     List(Box<ListValue>),
-    Hash(Box<HashValue>),
+    Hash(HashValue),
     Set(Box<SetValue>),
     ZSet(Box<ZSetValue>),
 }

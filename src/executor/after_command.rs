@@ -139,7 +139,7 @@ impl Executor {
         let watched: Vec<(usize, Bytes)> = self.server.watchers.keys().cloned().collect();
         let now = self.now_ms;
         let live = |ks: &Keyspace, d: usize, key: &Bytes| {
-            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at.is_none_or(|at| at > now))
+            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at().is_none_or(|at| at > now))
         };
         watched
             .into_iter()

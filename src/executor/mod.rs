@@ -932,7 +932,7 @@ impl Executor {
         let queued = client.multi.take().unwrap_or_default();
         // A watched key whose time ran out since WATCH counts as changed (Redis 7).
         let now = self.now_ms;
-        if client.watched.iter().any(|(db, key)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at.is_some_and(|at| at <= now))) {
+        if client.watched.iter().any(|(db, key)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now))) {
             client.cas_dirty = true;
         }
         let reply = if client.multi_dirty {

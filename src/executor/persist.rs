@@ -100,14 +100,14 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
     let key = || args.get(1).cloned().unwrap_or_default();
     // The key's expiry as the command left it: PEXPIREAT, or DEL when it is gone already.
     let expiry_of = |key: Bytes| -> Vec<Bytes> {
-        match ks.db(db).peek(&key).and_then(|e| e.expire_at) {
+        match ks.db(db).peek(&key).and_then(|e| e.expire_at()) {
             Some(at) => vec![b("PEXPIREAT"), key, b(&at.to_string())],
             None if ks.db(db).contains_key(&key) => vec![b("PERSIST"), key],
             None => vec![b("DEL"), key],
         }
     };
     let set_with_expiry = |key: Bytes, value: Bytes| -> Vec<Bytes> {
-        match ks.db(db).peek(&key).and_then(|e| e.expire_at) {
+        match ks.db(db).peek(&key).and_then(|e| e.expire_at()) {
             Some(at) => vec![b("SET"), key, value, b("PXAT"), b(&at.to_string())],
             None => vec![b("DEL"), key],
         }
@@ -128,7 +128,7 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
         // The TTL made absolute; a key already expired (or replaced by nothing) is a DEL.
         "restore" => match ks.db(db).peek(&key()) {
             Some(e) => {
-                let at = e.expire_at.unwrap_or(0).to_string();
+                let at = e.expire_at().unwrap_or(0).to_string();
                 vec![vec![b("RESTORE"), key(), b(&at), args[3].clone(), b("REPLACE"), b("ABSTTL")]]
             }
             None => vec![vec![b("DEL"), key()]],
