@@ -216,7 +216,10 @@ impl ZSetValue {
         if prev == score {
             return;
         }
-        if let Some(m) = self.list.remove(prev, member) {
+        if self.list.rescore_in_place(id, score) {
+            return;
+        }
+        if let Some(m) = self.list.remove_node(id) {
             let id = self.list.insert(score, m);
             if let Some(slot) = self.dict.item_mut(i) {
                 *slot = id;
@@ -229,7 +232,7 @@ impl ZSetValue {
         let i = self.find(member)?;
         let id = self.dict.remove_at(i);
         let score = self.list.get(id).1;
-        self.list.remove(score, member);
+        self.list.remove_node(id);
         self.mem -= member.len() + ENTRY_OVERHEAD;
         Some(score)
     }

@@ -23,12 +23,15 @@ struct Link {
     span: u32,
 }
 
+/// In this order (`repr(C)`): a search reads a node's score and then its links, so both sit
+/// at the front, in the same cache line most of the time; the member is read on score ties.
 #[derive(Clone, Debug)]
+#[repr(C)]
 struct Node {
-    member: Bytes,
     score: f64,
-    backward: u32,
     links: Links,
+    backward: u32,
+    member: Bytes,
 }
 
 /// A node's forward links. All but one node in 256 have at most four levels, so those live
@@ -252,6 +255,47 @@ impl SkipList {
                 return None;
             }
         }
+        Some(self.unlink(target, &update))
+    }
+
+    /// Removes the node `id`, found by its own score and member (the search stops at the
+    /// node itself, so no member is compared at the end); returns its member.
+    pub fn remove_node(&mut self, id: NodeId) -> Option<Bytes> {
+        let mut update = [HEAD; MAX_LEVEL];
+        let mut x = HEAD;
+        let me = self.nodes.get(id as usize)?;
+        for i in (0..self.level).rev() {
+            loop {
+                let f = self.fwd(x, i);
+                if f == NIL || f == id {
+                    break;
+                }
+                let n = &self.nodes[f as usize];
+                if cmp_entry(n.score, &n.member, me.score, &me.member) == Ordering::Less {
+                    x = f;
+                } else {
+                    break;
+                }
+            }
+            update[i] = x;
+        }
+        (self.fwd(x, 0) == id).then(|| self.unlink(id, &update))
+    }
+
+    /// Redis's `zslUpdateScore` shortcut: when the new score keeps the node between its
+    /// neighbours, only the score changes. False (nothing done) otherwise.
+    pub fn rescore_in_place(&mut self, id: NodeId, score: f64) -> bool {
+        let Some(n) = self.nodes.get(id as usize) else { return false };
+        let (back, next) = (n.backward, n.links[0].forward);
+        let fits = (back == NIL || self.nodes[back as usize].score < score) && (next == NIL || self.nodes[next as usize].score > score);
+        if fits {
+            self.nodes[id as usize].score = score;
+        }
+        fits
+    }
+
+    /// Unlinks `target`, whose predecessor at each level is in `update`.
+    fn unlink(&mut self, target: u32, update: &[u32; MAX_LEVEL]) -> Bytes {
         for (i, &u) in update.iter().enumerate().take(self.level) {
             let u = u as usize;
             if self.nodes[u].links[i].forward == target {
@@ -282,7 +326,7 @@ impl SkipList {
             self.nodes.truncate(1);
             self.free.clear();
         }
-        Some(node.member)
+        node.member
     }
 
     /// The 0-based rank of `(score, member)`, if present.
