@@ -151,11 +151,6 @@ impl LogFile {
         Ok(())
     }
 
-    /// Bytes written but not yet known to be on disk.
-    pub fn unsynced(&self) -> u64 {
-        self.shared.written.load(Ordering::Acquire).saturating_sub(self.shared.synced.load(Ordering::Acquire))
-    }
-
     /// Whether a background fsync is running now.
     pub fn fsync_in_progress(&self) -> bool {
         self.shared.fsync_since.load(Ordering::Acquire) != 0

@@ -1,7 +1,8 @@
 //! The hash value type, in the two encodings Redis 7.0 uses:
 //! - `listpack` while small (at most `hash-max-listpack-entries` fields, none longer than
 //!   `hash-max-listpack-value`): one packed buffer of entries in insertion order, scanned by
-//!   lookups, as Redis's listpack is. A one-field hash costs its value box and a few bytes.
+//!   lookups, as Redis's listpack is. A one-field hash costs one small allocation, held in `Value`
+//!   itself (no box of its own).
 //! - `hashtable` for good once past the limits: a [`RawTable`] (O(1) lookups, uniformly
 //!   random fields for HRANDFIELD, and Redis's SCAN guarantee for HSCAN). A field and its
 //!   value are two boxed byte strings (16 bytes each in the slot, where a `Bytes` handle takes

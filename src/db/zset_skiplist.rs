@@ -230,34 +230,6 @@ impl SkipList {
         id
     }
 
-    /// Removes `(score, member)`; returns the stored member if it was there.
-    pub fn remove(&mut self, score: f64, member: &[u8]) -> Option<Bytes> {
-        let mut update = [HEAD; MAX_LEVEL];
-        let mut x = HEAD;
-        for i in (0..self.level).rev() {
-            loop {
-                let f = self.fwd(x, i);
-                if f != NIL && self.is_before(f, score, member) {
-                    x = f;
-                } else {
-                    break;
-                }
-            }
-            update[i] = x;
-        }
-        let target = self.fwd(x, 0);
-        if target == NIL {
-            return None;
-        }
-        {
-            let n = &self.nodes[target as usize];
-            if n.score != score || n.member != member {
-                return None;
-            }
-        }
-        Some(self.unlink(target, &update))
-    }
-
     /// Removes the node `id`, found by its own score and member (the search stops at the
     /// node itself, so no member is compared at the end); returns its member.
     pub fn remove_node(&mut self, id: NodeId) -> Option<Bytes> {
