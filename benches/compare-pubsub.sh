@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # PUBLISH throughput with 1 and with 50 subscribers, redis-server vs vermilion-server in the
-# same run (subscribers are redis-cli processes discarding what they receive).
+# same run. Subscribers are examples/subdrain.rs threads (64 KB reads, no parsing): with 50
+# redis-cli processes parsing and printing every message the row measured them, not the
+# server (Vermilion's CPU per PUBLISH was half Redis's while the ratio swung 0.64-1.3).
 # Each row is the best of ROUNDS alternating runs per server (the VM's noise is +-10%).
 # Usage: benches/compare-pubsub.sh [requests] [clients] [rounds]
 set -euo pipefail
@@ -8,7 +10,7 @@ cd "$(dirname "$0")/.."
 N=${1:-100000}
 CLIENTS=${2:-50}
 ROUNDS=${3:-3}
-cargo build --release --quiet --bin vermilion-server --example txbench
+cargo build --release --quiet --bin vermilion-server --example txbench --example subdrain
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
@@ -26,14 +28,17 @@ rps_at() { { redis-benchmark -p "$2" -c "$CLIENTS" -n "$N" -P "$1" --csv PUBLISH
 printf '%-12s %4s %12s %12s %7s\n' subscribers P redis vermilion ratio
 have=0
 for subs in 1 50; do
-  while [ "$have" -lt "$subs" ]; do
-    for p in "$RPORT" "$VPORT"; do
-      redis-cli -p "$p" subscribe bench-channel >/dev/null 2>&1 &
-      SUBS+=($!)
-    done
-    have=$((have + 1))
+  for p in "$RPORT" "$VPORT"; do
+    target/release/examples/subdrain "$p" $((subs - have)) bench-channel &
+    SUBS+=($!)
   done
-  sleep 0.5
+  have=$subs
+  for p in "$RPORT" "$VPORT"; do
+    for _ in $(seq 100); do
+      [ "$(redis-cli -p "$p" pubsub numsub bench-channel | tail -1)" = "$subs" ] && break
+      sleep 0.05
+    done
+  done
   for pl in 1 16; do
     ROW_WIDTH=17 row "$(printf '%-12s %4s' "$subs" "$pl")" rps_at "$pl"
   done

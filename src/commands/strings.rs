@@ -367,7 +367,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
         Some(i) => ctx.ks.db_mut(db).modify_at(i, |e| {
             if let Value::Str(s) = &mut e.value {
                 s.data.clear();
-                let _ = std::io::Write::write_fmt(&mut s.data, format_args!("{value}"));
+                s.data.extend_from_slice(crate::util::format_i64_into(value, &mut [0; 20]));
                 s.enc = StrEncoding::Auto;
             }
         }),

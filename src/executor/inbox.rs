@@ -27,6 +27,9 @@ use crate::state::{ClientId, ClientOutput, ConnFlags};
 type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
 
 /// How the executor thread waits for requests.
+/// At most this many extra network polls gather one batch.
+const GATHER_ROUNDS: usize = 4;
+
 pub struct Waiter {
     runtime: tokio::runtime::Runtime,
     /// The runtime holds the connections (io-threads 1): while the executor waits it runs
@@ -67,12 +70,30 @@ impl Inbox {
             return Ok(req);
         }
         let mut rx = self.rx.borrow_mut();
+        let network = self.waiter.network;
         self.waiter.runtime.block_on(async {
-            match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(req)) => Ok(req),
-                Ok(None) => Err(RecvTimeoutError::Disconnected),
-                Err(_) => Err(RecvTimeoutError::Timeout),
+            let req = match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(Some(req)) => req,
+                Ok(None) => return Err(RecvTimeoutError::Disconnected),
+                Err(_) => return Err(RecvTimeoutError::Timeout),
+            };
+            if network {
+                // The runtime polled the sockets once more before handing us the request;
+                // the connections it woke then read before the batch starts, and again while
+                // a round brings new requests, so one batch holds every ready client (as one
+                // epoll_wait per event-loop turn gives Redis) instead of two half batches
+                // taking turns.
+                let mut seen = rx.len();
+                for _ in 0..GATHER_ROUNDS {
+                    tokio::task::yield_now().await;
+                    let now = rx.len();
+                    if now == seen {
+                        break;
+                    }
+                    seen = now;
+                }
             }
+            Ok(req)
         })
     }
 
