@@ -13,11 +13,18 @@
 use std::io::Write as _;
 
 /// Appends one record (`*argc`, then `$len` + bytes per argument).
+/// The lengths are written digit by digit: `write!` cost 2% of the executor's time under
+/// everysec with MULTI/EXEC.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    let _ = write!(out, "*{}\r\n", argv.len());
+    let mut digits = [0u8; 20];
+    out.push(b'*');
+    out.extend_from_slice(crate::util::format_i64_into(argv.len() as i64, &mut digits));
+    out.extend_from_slice(b"\r\n");
     for a in argv {
         let a = a.as_ref();
-        let _ = write!(out, "${}\r\n", a.len());
+        out.push(b'$');
+        out.extend_from_slice(crate::util::format_i64_into(a.len() as i64, &mut digits));
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
@@ -315,6 +322,14 @@ mod tests {
         let mut got = Vec::new();
         let v = replay(data, |r| got.push(r.argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
         (got, v)
+    }
+
+    #[test]
+    fn records_are_redis_multibulk() {
+        let mut out = Vec::new();
+        let long = "v".repeat(1234);
+        encode_command(&mut out, &["SET", "key:10", long.as_str()]);
+        assert_eq!(out, format!("*3\r\n$3\r\nSET\r\n$6\r\nkey:10\r\n$1234\r\n{long}\r\n").into_bytes());
     }
 
     #[test]

@@ -52,13 +52,6 @@ fn items(r: &Reply) -> &[Reply] {
     }
 }
 
-/// The deterministic form of a command that changed data: relative times made absolute
-/// from the key's resulting expiry, random and blocking commands turned into what they did.
-/// `ks` is the keyspace after the command; `db` the database it ran in.
-pub(super) fn loggable(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Vec<Vec<Bytes>> {
-    rewritten(cmd, args, reply, ks, db).unwrap_or_else(|| vec![args.to_vec()])
-}
-
 /// Commands whose logged form differs from what the client sent.
 const REWRITTEN: &[&str] = &[
     "expire",
@@ -84,7 +77,10 @@ const REWRITTEN: &[&str] = &[
     "migrate",
 ];
 
-/// [`loggable`], or None when the command is logged as sent (no copy needed).
+/// The deterministic form of a command that changed data: relative times made absolute
+/// from the key's resulting expiry, random and blocking commands turned into what they did;
+/// None when the command is logged as sent. `ks` is the keyspace after the command; `db` the
+/// database it ran in.
 pub(super) fn rewritten(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Keyspace, db: usize) -> Option<Vec<Vec<Bytes>>> {
     if !REWRITTEN.contains(&cmd.name) {
         return None;
@@ -197,7 +193,11 @@ impl Executor {
     /// commands: the script's record covers them).
     pub(super) fn log_command(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], reply: &Reply) {
         self.log_deletions();
-        for argv in loggable(cmd, args, reply, &self.ks, client.db) {
+        let Some(records) = rewritten(cmd, args, reply, &self.ks, client.db) else {
+            self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
+            return;
+        };
+        for argv in records {
             self.pending.push(Pending { db: client.db, argv, time_ms: None });
         }
     }
