@@ -216,13 +216,9 @@ impl ZSetValue {
         if prev == score {
             return;
         }
-        if self.list.rescore_in_place(id, score) {
-            return;
-        }
-        if let Some(m) = self.list.remove_node(id) {
-            let id = self.list.insert(score, m);
+        if let Some(new_id) = self.list.update_score(id, score).filter(|&new_id| new_id != id) {
             if let Some(slot) = self.dict.item_mut(i) {
-                *slot = id;
+                *slot = new_id;
             }
         }
     }

@@ -230,9 +230,10 @@ impl SkipList {
         id
     }
 
-    /// Removes the node `id`, found by its own score and member (the search stops at the
-    /// node itself, so no member is compared at the end); returns its member.
-    pub fn remove_node(&mut self, id: NodeId) -> Option<Bytes> {
+    /// The predecessors of node `id` at every level, found by its own score and member (the
+    /// search stops at the node itself, so no member is compared at the end); None when the
+    /// id is not a linked node.
+    fn path_to(&self, id: NodeId) -> Option<[u32; MAX_LEVEL]> {
         let mut update = [HEAD; MAX_LEVEL];
         let mut x = HEAD;
         let me = self.nodes.get(id as usize)?;
@@ -251,19 +252,30 @@ impl SkipList {
             }
             update[i] = x;
         }
-        (self.fwd(x, 0) == id).then(|| self.unlink(id, &update))
+        (self.fwd(x, 0) == id).then_some(update)
     }
 
-    /// Redis's `zslUpdateScore` shortcut: when the new score keeps the node between its
-    /// neighbours, only the score changes. False (nothing done) otherwise.
-    pub fn rescore_in_place(&mut self, id: NodeId, score: f64) -> bool {
-        let Some(n) = self.nodes.get(id as usize) else { return false };
+    /// Removes the node `id`; returns its member.
+    pub fn remove_node(&mut self, id: NodeId) -> Option<Bytes> {
+        let update = self.path_to(id)?;
+        Some(self.unlink(id, &update))
+    }
+
+    /// Gives node `id` a new score, as Redis's `zslUpdateScore`: found by a search, it keeps
+    /// its place when the new score still falls between its neighbours (read after the search,
+    /// when the one behind is in cache), and is unlinked and inserted again otherwise. Returns
+    /// the node's id afterwards.
+    pub fn update_score(&mut self, id: NodeId, score: f64) -> Option<NodeId> {
+        let update = self.path_to(id)?;
+        let n = &self.nodes[id as usize];
         let (back, next) = (n.backward, n.links[0].forward);
         let fits = (back == NIL || self.nodes[back as usize].score < score) && (next == NIL || self.nodes[next as usize].score > score);
         if fits {
             self.nodes[id as usize].score = score;
+            return Some(id);
         }
-        fits
+        let member = self.unlink(id, &update);
+        Some(self.insert(score, member))
     }
 
     /// Unlinks `target`, whose predecessor at each level is in `update`.
@@ -433,5 +445,65 @@ impl SkipList {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random inserts, removals and in-place rescoring against a sorted model, with enough
+    /// nodes for some to be taller than the inline levels (one in 256) and an emptying in the
+    /// middle (the arena is given back, the header keeps its upper links).
+    #[test]
+    fn matches_a_sorted_model_through_random_changes() {
+        let mut list = SkipList::new();
+        let mut model: std::collections::BTreeMap<Vec<u8>, (f64, NodeId)> = std::collections::BTreeMap::new();
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for round in 0..2 {
+            for step in 0..20_000u32 {
+                let member = format!("m{}", next() % 6000).into_bytes();
+                // Few distinct scores, so ties are ordered by member.
+                let score = (next() % 500) as f64;
+                match model.get(&member).copied() {
+                    None => {
+                        let id = list.insert(score, Bytes::from(member.clone()));
+                        model.insert(member, (score, id));
+                    }
+                    Some((_, id)) if step % 3 == 0 => {
+                        assert_eq!(list.remove_node(id).as_deref(), Some(&member[..]));
+                        model.remove(&member);
+                    }
+                    Some((_, id)) => {
+                        let id = list.update_score(id, score).unwrap();
+                        model.insert(member, (score, id));
+                    }
+                }
+            }
+            list.check().unwrap();
+            let mut sorted: Vec<(f64, Vec<u8>)> = model.iter().map(|(m, (s, _))| (*s, m.clone())).collect();
+            sorted.sort_by(|a, b| cmp_entry(a.0, &a.1, b.0, &b.1));
+            let got: Vec<(f64, Vec<u8>)> = list.iter().map(|(m, s)| (s, m.to_vec())).collect();
+            assert_eq!(got, sorted);
+            assert!(list.level > INLINE_LEVELS, "no node taller than the inline levels was made");
+            for (rank, (score, member)) in sorted.iter().enumerate().step_by(97) {
+                assert_eq!(list.rank(*score, member), Some(rank));
+                assert_eq!(list.at_rank(rank).map(|id| list.get(id).0.to_vec()), Some(member.clone()));
+            }
+            if round == 0 {
+                for (_, (_, id)) in std::mem::take(&mut model) {
+                    list.remove_node(id);
+                }
+                assert!(list.is_empty());
+                assert_eq!(list.nodes.len(), 1);
+                list.check().unwrap();
+            }
+        }
     }
 }
