@@ -38,6 +38,11 @@ for subs in 1 50; do
       [ "$(redis-cli -p "$p" pubsub numsub bench-channel | tail -1)" = "$subs" ] && break
       sleep 0.05
     done
+    got=$(redis-cli -p "$p" pubsub numsub bench-channel | tail -1)
+    if [ "$got" != "$subs" ]; then
+      echo "port $p has $got subscribers, not $subs" >&2
+      exit 1
+    fi
   done
   for pl in 1 16; do
     ROW_WIDTH=17 row "$(printf '%-12s %4s' "$subs" "$pl")" rps_at "$pl"

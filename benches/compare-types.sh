@@ -35,9 +35,9 @@ stop() { kill "$RPID" "$VPID" 2>/dev/null || true; wait "$RPID" "$VPID" 2>/dev/n
 trap 'stop; rm -rf "$WORK"' EXIT
 start
 
-rps() { # port pipeline args... (the last CSV row: -t lrange_100 prints its LPUSH fill row first)
+rps() { # port pipeline args... (the last CSV row that is not -t lrange_100's LPUSH fill row)
   local p=$1 pl=$2; shift 2
-  { redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P "$pl" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR > 1 {v = $4} END {print v}'
+  { redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P "$pl" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR > 1 && $2 !~ /needed to benchmark/ {v = $4} END {print v}'
 }
 row() { # label pipeline args...
   local label=$1 pl=$2; shift 2

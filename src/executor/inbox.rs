@@ -26,10 +26,10 @@ use crate::state::{ClientId, ClientOutput, ConnFlags};
 /// Where a client's replies go without the executor: its task's channel and flags.
 type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
 
-/// How the executor thread waits for requests.
 /// At most this many extra network polls gather one batch.
 const GATHER_ROUNDS: usize = 4;
 
+/// How the executor thread waits for requests.
 pub struct Waiter {
     runtime: tokio::runtime::Runtime,
     /// The runtime holds the connections (io-threads 1): while the executor waits it runs
