@@ -510,7 +510,7 @@ impl ServerState {
         let mut seed = (now_ms as u64) ^ ((std::process::id() as u64) << 32) ^ 0x9E37_79B9_7F4A_7C15;
         let run_id: String = (0..40)
             .map(|_| {
-                seed = xorshift(seed);
+                seed = crate::util::xorshift(seed);
                 b"0123456789abcdef"[(seed % 16) as usize] as char
             })
             .collect();
@@ -638,7 +638,7 @@ impl ServerState {
 
     /// A pseudo-random u64 (xorshift; for sampling, not for secrets).
     pub fn random(&mut self) -> u64 {
-        self.rng_state = xorshift(self.rng_state);
+        self.rng_state = crate::util::xorshift(self.rng_state);
         self.rng_state
     }
 
@@ -671,11 +671,4 @@ impl ServerState {
         self.min_replicas =
             (self.config.get_int("min-replicas-to-write").max(0) as usize, self.config.get_int("min-replicas-max-lag").max(0));
     }
-}
-
-fn xorshift(mut x: u64) -> u64 {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    x
 }

@@ -297,6 +297,15 @@ mod tests {
     }
 }
 
+/// One step of Marsaglia's xorshift64: a fast pseudo-random sequence for sampling and
+/// skiplist levels, never for secrets. `x` must not be 0.
+pub fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
 /// A word-at-a-time multiplicative hash (FxHash's mix), for [`FixedTableHasher`]: the command
 /// name and config parameter lookups hash a name on every command, and a 25-byte parameter
 /// name takes 4 steps here where a byte-wise hash takes 25.

@@ -12,22 +12,11 @@
 
 use std::io::Write as _;
 
-/// Appends one record (`*argc`, then `$len` + bytes per argument).
-/// The lengths are written digit by digit: `write!` cost 2% of the executor's time under
-/// everysec with MULTI/EXEC.
+/// Appends one record (`*argc`, then `$len` + bytes per argument): the request encoding
+/// the protocol module writes for clients, whose digits skip `fmt` (2.7% of the executor's
+/// time under everysec with MULTI/EXEC when this wrote them with `write!`).
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    let mut digits = [0u8; 20];
-    out.push(b'*');
-    out.extend_from_slice(crate::util::format_i64_into(argv.len() as i64, &mut digits));
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(crate::util::format_i64_into(a.len() as i64, &mut digits));
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    crate::protocol::encode_request(argv, out);
 }
 
 /// Appends the frozen-time annotation of the record that follows.

@@ -427,9 +427,7 @@ mod tests {
     fn sampling_is_distinct_and_in_range() {
         let mut x = 88172645463325252u64;
         let mut rng = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            x = crate::util::xorshift(x);
             x
         };
         for (n, k) in [(10, 10), (10, 3), (1000, 5), (1000, 999), (1, 1), (5, 0), (3, 7)] {

@@ -456,12 +456,8 @@ impl Keyspace {
     }
 
     fn next_rand(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        x
+        self.rng = crate::util::xorshift(self.rng);
+        self.rng
     }
 
     fn note_expired(&mut self, db: usize, key: Bytes) {
@@ -788,9 +784,7 @@ mod tests {
         ks.db_mut(0).insert(b("keep"), Value::string("v"), None, 0);
         let mut x = 7u64;
         let mut rng = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            x = crate::util::xorshift(x);
             x
         };
         let mut rounds = 0;

@@ -216,10 +216,8 @@ impl ZSetValue {
         if prev == score {
             return;
         }
-        if let Some(new_id) = self.list.update_score(id, score).filter(|&new_id| new_id != id) {
-            if let Some(slot) = self.dict.item_mut(i) {
-                *slot = new_id;
-            }
+        if let (Some(new_id), Some(slot)) = (self.list.update_score(id, score), self.dict.item_mut(i)) {
+            *slot = new_id;
         }
     }
 
@@ -405,9 +403,7 @@ mod tests {
         let mut model: HashMap<Vec<u8>, f64> = HashMap::new();
         let mut rng = 0x2545_F491_4F6C_DD1Du64;
         let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            rng = crate::util::xorshift(rng);
             rng
         };
         for step in 0..4000 {

@@ -122,9 +122,7 @@ impl SkipList {
     fn random_level(&mut self) -> usize {
         let mut level = 1;
         loop {
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
+            self.rng = crate::util::xorshift(self.rng);
             // Each further level with probability 1/4, as ZSKIPLIST_P.
             if level < MAX_LEVEL && self.rng & 3 == 0 {
                 level += 1;
@@ -461,9 +459,7 @@ mod tests {
         let mut model: std::collections::BTreeMap<Vec<u8>, (f64, NodeId)> = std::collections::BTreeMap::new();
         let mut rng = 0x2545_F491_4F6C_DD1Du64;
         let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            rng = crate::util::xorshift(rng);
             rng
         };
         for round in 0..2 {
