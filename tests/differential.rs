@@ -1017,6 +1017,9 @@ struct Gen {
     rng: Rng,
     has_rpush: bool,
     now_s: i64,
+    /// Relative expires handed out: each is drawn once, since two equal ones set by
+    /// successive commands compare (GT/LT) by which millisecond each command ran in.
+    rel_used: std::collections::HashSet<i64>,
 }
 
 fn b(s: &str) -> Vec<u8> {
@@ -1053,9 +1056,24 @@ impl Gen {
             1 => b("-5"),
             2 => b("abc"),
             3 => b("9223372036854775807"),
-            4 => (9223372036854775i64 + self.rng.range(0, 2)).to_string().into_bytes(),
+            // The seconds*1000 overflow boundary, scaled for milliseconds so the value still
+            // overflows (or fails to parse): an in-range value this large races the clock
+            // under GT/LT (two such expires 1 ms apart compare by when each command ran).
+            4 => {
+                let s = (9223372036854775i64 + self.rng.range(0, 2)).to_string();
+                if ms { format!("{s}000") } else { s }.into_bytes()
+            }
             5 => b("1.5"),
-            _ => (self.rng.range(100, 100_000) * mul).to_string().into_bytes(),
+            _ => loop {
+                // A long run starts over rather than run out of values.
+                if self.rel_used.len() > 50_000 {
+                    self.rel_used.clear();
+                }
+                let v = self.rng.range(100, 100_000);
+                if self.rel_used.insert(v) {
+                    break (v * mul).to_string().into_bytes();
+                }
+            },
         }
     }
     fn abs_expire(&mut self, ms: bool) -> Vec<u8> {
@@ -1397,7 +1415,7 @@ fn random_sequences() {
     }
     let total: u32 = table.iter().map(|(_, w)| w).sum();
 
-    let mut gen = Gen { rng: Rng(seed), has_rpush, now_s: now_s() };
+    let mut gen = Gen { rng: Rng(seed), has_rpush, now_s: now_s(), rel_used: Default::default() };
     let mut per_cmd: BTreeMap<String, u64> = BTreeMap::new();
     let mut commands = 0u64;
     let mut error_replies = 0u64;
