@@ -10,6 +10,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
@@ -28,6 +29,21 @@ type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
 
 /// At most this many extra network polls gather one batch.
 const GATHER_ROUNDS: usize = 4;
+
+/// The timer set to `deadline`, reusing the registered one when it already ends within a
+/// millisecond of it (the timer's resolution). A new registration while the runtime's driver
+/// has no timer makes tokio wake the driver through its eventfd (a write, and an epoll_wait
+/// that returns at once, on every wait): the executor's waits, which follow every batch,
+/// cost those syscalls until the timer was kept.
+fn arm(timer: &mut Option<Pin<Box<tokio::time::Sleep>>>, deadline: tokio::time::Instant) -> Pin<&mut tokio::time::Sleep> {
+    let slack = Duration::from_millis(1);
+    let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+    let current = sleep.deadline();
+    if sleep.is_elapsed() || current > deadline + slack || current + slack < deadline {
+        sleep.as_mut().reset(deadline);
+    }
+    sleep.as_mut()
+}
 
 /// How the executor thread waits for requests.
 pub struct Waiter {
@@ -52,6 +68,8 @@ impl Waiter {
 pub struct Inbox {
     rx: RefCell<RequestRx>,
     waiter: Waiter,
+    /// The wait's timer, kept registered from one wait to the next (see `next`).
+    timer: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
     kept: RefCell<VecDeque<Request>>,
     /// How to answer each connected client without the executor's client table.
     outputs: RefCell<HashMap<ClientId, Output>>,
@@ -60,7 +78,14 @@ pub struct Inbox {
 
 impl Inbox {
     pub fn new(rx: RequestRx, waiter: Waiter, watch: Arc<ScriptWatch>) -> Inbox {
-        Inbox { rx: RefCell::new(rx), waiter, kept: RefCell::new(VecDeque::new()), outputs: RefCell::new(HashMap::new()), watch }
+        Inbox {
+            rx: RefCell::new(rx),
+            waiter,
+            timer: RefCell::new(None),
+            kept: RefCell::new(VecDeque::new()),
+            outputs: RefCell::new(HashMap::new()),
+            watch,
+        }
     }
 
     /// The next request: kept ones first, then the channel's, waiting at most `wait` (and
@@ -70,12 +95,22 @@ impl Inbox {
             return Ok(req);
         }
         let mut rx = self.rx.borrow_mut();
+        let mut timer = self.timer.borrow_mut();
         let network = self.waiter.network;
         self.waiter.runtime.block_on(async {
-            let req = match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(req)) => req,
-                Ok(None) => return Err(RecvTimeoutError::Disconnected),
-                Err(_) => return Err(RecvTimeoutError::Timeout),
+            let req = match rx.try_recv() {
+                Ok(req) => req,
+                Err(_) => {
+                    let sleep = arm(&mut timer, tokio::time::Instant::now() + wait);
+                    tokio::select! {
+                        biased;
+                        req = rx.recv() => match req {
+                            Some(req) => req,
+                            None => return Err(RecvTimeoutError::Disconnected),
+                        },
+                        _ = sleep => return Err(RecvTimeoutError::Timeout),
+                    }
+                }
             };
             if network {
                 // The runtime polled the sockets once more before handing us the request;
