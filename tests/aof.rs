@@ -252,10 +252,10 @@ fn digest_is_redis_digest() {
 
 /// Sends commands one per batch and notes, after each, the log size and the digest.
 fn build_log(c: &mut Connection, s: &Server, cmds: &[&[&str]]) -> Vec<(u64, String)> {
-    let mut marks = vec![(std::fs::metadata(last_incr(s)).map(|m| m.len()).unwrap_or(0), digest(c))];
+    let mut marks = vec![(log_bytes(&last_incr(s)).len() as u64, digest(c))];
     for parts in cmds {
         let _: redis::Value = q(c, parts);
-        marks.push((std::fs::metadata(last_incr(s)).expect("incr").len(), digest(c)));
+        marks.push((log_bytes(&last_incr(s)).len() as u64, digest(c)));
     }
     marks
 }
@@ -278,7 +278,7 @@ fn a_torn_tail_cut_at_any_byte_loads_exactly_the_whole_records_before_it() {
         ],
     );
     let incr = last_incr(&s);
-    let full = std::fs::read(&incr).expect("read");
+    let full = log_bytes(&incr);
     assert_eq!(full.len() as u64, marks.last().map(|m| m.0).unwrap_or(0));
     // Which state a cut at `x` must load: the last command whose records all end before x.
     let expected = |x: u64| -> &str {
@@ -311,7 +311,16 @@ fn a_torn_tail_cut_at_any_byte_loads_exactly_the_whole_records_before_it() {
     assert_eq!(q::<Option<String>>(&mut c, &["GET", "b"]), None);
 }
 
-/// A server that logged two SETs (`always`), killed: its incremental file and that file's bytes.
+/// The records of an incremental file: its bytes without the zeros preallocated after them
+/// (a running server's file under `always`, or one a kill -9 left).
+fn log_bytes(path: &Path) -> Vec<u8> {
+    let mut data = std::fs::read(path).expect("read");
+    data.truncate(vermilion::aof::format::logical_len(&data));
+    data
+}
+
+/// A server that logged two SETs (`always`), killed: its incremental file and that file's
+/// records (the zeros after them cut).
 fn two_writes_then_kill() -> (Server, PathBuf, Vec<u8>) {
     let mut s = Server::start(&["--appendfsync", "always"]);
     let mut c = s.client();
@@ -319,8 +328,41 @@ fn two_writes_then_kill() -> (Server, PathBuf, Vec<u8>) {
     let _: () = q(&mut c, &["SET", "b", "2"]);
     let incr = last_incr(&s);
     s.kill9();
-    let data = std::fs::read(&incr).expect("read");
+    let data = log_bytes(&incr);
+    std::fs::write(&incr, &data).expect("write");
     (s, incr, data)
+}
+
+#[test]
+fn zeros_preallocated_under_always_survive_a_kill_and_are_cut_at_the_next_start() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    for i in 0..100 {
+        let _: () = q(&mut c, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    let incr = last_incr(&s);
+    s.kill9();
+    let left = std::fs::read(&incr).expect("read");
+    let logical = log_bytes(&incr).len();
+    assert!(left.len() >= 1 << 20 && logical < left.len(), "a zero-filled file: {} bytes, records {logical}", left.len());
+    // The check tool sees the records, valid, and the zeros after them.
+    let (ok, out) = check_tool(&[incr.to_str().expect("path")]);
+    assert!(ok && out.contains(&format!("ok_up_to={logical}")) && out.contains("bytes of preallocated zeros"), "{out}");
+    s.restart(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 100);
+    assert_eq!(q::<String>(&mut c, &["GET", "k99"]), "99");
+    // Cut at the start, then appended to right after the records (zero-filled again ahead).
+    let _: () = q(&mut c, &["SET", "after", "restart"]);
+    s.restart(&[]);
+    let mut c = s.client();
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 101);
+    assert_eq!(q::<String>(&mut c, &["GET", "after"]), "restart");
+    // A clean shutdown leaves the records alone.
+    let _: () = redis::cmd("SHUTDOWN").query(&mut c).or_else(|e| if e.is_io_error() { Ok(()) } else { Err(e) }).expect("shutdown");
+    s.wait_exit(Duration::from_secs(10));
+    let data = std::fs::read(last_incr(&s)).expect("read");
+    assert!(data.ends_with(b"\r\n"), "no zeros after a clean shutdown ({} bytes)", data.len());
 }
 
 #[test]
@@ -349,8 +391,8 @@ fn corruption_is_refused_with_file_and_offset_and_the_check_tool_fixes_it() {
     }
     let incr = last_incr(&s);
     let dir = aof_dir(&s);
-    let mut data = std::fs::read(&incr).expect("read");
     s.kill9();
+    let mut data = log_bytes(&incr);
     let (ok, out) = check_tool(&[dir.to_str().unwrap_or_default()]);
     assert!(ok && out.contains("is valid"), "{out}");
     // Flip a byte inside a value in the middle of the file.
@@ -404,6 +446,11 @@ fn redis_check_aof_accepts_our_incremental_files() {
     let _: i64 = q(&mut c, &["EVAL", "redis.call('time') redis.call('incr', 'r1') return redis.call('incr', 'r2')", "0"]);
     let _: redis::Value = redis::pipe().atomic().cmd("INCR").arg("m1").cmd("INCR").arg("m2").query(&mut c).expect("exec");
     let incr = last_incr(&s);
+    // A file at rest: the shutdown cuts the zeros `always` preallocates, which Redis's tool
+    // would report (ours skips them).
+    let mut s = s;
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut c);
+    assert!(s.wait_exit(Duration::from_secs(10)));
     let out = std::process::Command::new("redis-check-aof").arg(&incr).output().expect("redis-check-aof (redis-tools) is installed");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("is valid"), "{text}");
@@ -447,8 +494,9 @@ fn a_failing_disk_refuses_writes_keeps_reads_and_recovers() {
     let mut s = Server::start(&["--appendfsync", "always"]);
     let mut c = s.client();
     let _: () = q(&mut c, &["SET", "a", "1"]);
-    let size = std::fs::metadata(last_incr(&s)).expect("incr").len();
-    // The kernel refuses to grow the file past its size now (EFBIG): a real write error.
+    // Where the records end (zeros are preallocated after them under `always`).
+    let size = log_bytes(&last_incr(&s)).len();
+    // The kernel refuses any write past that offset now (EFBIG): a real write error.
     let limit = format!("--fsize={size}:unlimited");
     let status = std::process::Command::new("prlimit").args(["--pid", &s.pid().to_string(), &limit]).status().expect("prlimit");
     assert!(status.success());

@@ -14,9 +14,16 @@
 //!   fsyncs takes more than two seconds, `append` waits for it, so a stalled disk delays
 //!   writes instead of letting the unsynced tail grow without bound.
 //! - `no`: written, fsync left to the OS.
+//!
+//! Under `always` the file is also filled with zeros ahead of the records, `PREALLOC` bytes
+//! at a time, and records overwrite them: an fdatasync that only rewrites blocks already
+//! allocated and written commits no metadata, while one that grows the file commits the new
+//! size and extents through the journal (measured with 1,500-byte records on this ext4:
+//! 111-132 us per sync over zeros, 157-196 us appending). Readers stop at the zeros
+//! (`format::check`), the loader cuts them, and a closed file is cut back to its records.
 
 use std::fs::File;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -60,9 +67,17 @@ pub struct LogFile {
     shared: Arc<Shared>,
     syncer: std::thread::Thread,
     pub path: PathBuf,
-    /// Bytes in the file (all written).
+    /// Bytes of records in the file (all written): where the next append goes.
     pub size: u64,
+    /// The file's length: `size` plus the zeros written ahead of the records.
+    allocated: u64,
 }
+
+/// How far ahead of its records the file is zero-filled under `always`.
+const PREALLOC: u64 = 1 << 20;
+
+/// What zero-filling writes from.
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
 /// How long a background fsync may run before appends wait for it.
 const STALL_MS: i64 = 2000;
@@ -71,8 +86,13 @@ impl LogFile {
     /// Opens (or creates) `path` for appending; its current length counts as written and
     /// synced. `on_synced` runs on the fsync thread after each sync under `always`.
     pub fn open(path: &Path, policy: Fsync, on_synced: Option<Box<dyn Fn() + Send + Sync>>) -> std::io::Result<LogFile> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        let size = file.metadata()?.len();
+        // Written at explicit offsets (the end of the records), not O_APPEND: the file may
+        // be longer than its records.
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path)?;
+        let allocated = file.metadata()?.len();
+        // A file still holding preallocated zeros (the loader cuts them; this guards any
+        // other opener) is appended to where its records end, never after the zeros.
+        let size = records_end(&file, allocated)?;
         let shared = Arc::new(Shared {
             file,
             policy: AtomicU8::new(policy as u8),
@@ -85,7 +105,7 @@ impl LogFile {
         });
         let bg = shared.clone();
         let handle = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || fsync_loop(&bg))?;
-        Ok(LogFile { shared, syncer: handle.thread().clone(), path: path.to_path_buf(), size })
+        Ok(LogFile { shared, syncer: handle.thread().clone(), path: path.to_path_buf(), size, allocated })
     }
 
     pub fn set_policy(&self, policy: Fsync) {
@@ -111,14 +131,49 @@ impl LogFile {
         if policy == Fsync::EverySec {
             self.wait_for_stalled_fsync();
         }
-        if let Err(e) = (&self.shared.file).write_all(bytes) {
+        let end = self.size + bytes.len() as u64;
+        if policy == Fsync::Always && end > self.allocated {
+            self.zero_fill(end);
+        }
+        if let Err(e) = self.shared.file.write_all_at(bytes, self.size) {
             let _ = self.shared.file.set_len(self.size);
+            self.allocated = self.size;
             return Err(e);
         }
         self.size += bytes.len() as u64;
         self.shared.written.store(self.size, Ordering::Release);
         if policy == Fsync::Always {
             self.syncer.unpark();
+        }
+        Ok(())
+    }
+
+    /// Extends the zeros ahead of the records past `end`, to the next `PREALLOC` boundary
+    /// beyond it. They reach the disk with the next sync (the one slow sync per `PREALLOC`
+    /// bytes). A failure (a full disk) leaves the file at its records: appends go on
+    /// growing it as without zeros.
+    fn zero_fill(&mut self, end: u64) {
+        let target = (end / PREALLOC + 1) * PREALLOC;
+        let mut at = self.allocated.max(self.size);
+        while at < target {
+            let n = ZEROS.len().min((target - at) as usize);
+            if self.shared.file.write_all_at(&ZEROS[..n], at).is_err() {
+                let _ = self.shared.file.set_len(self.size);
+                self.allocated = self.size;
+                return;
+            }
+            at += n as u64;
+        }
+        self.allocated = target;
+    }
+
+    /// Cuts the zeros ahead of the records (the file is closing, or becomes a non-last
+    /// file): a file at rest holds records only.
+    pub fn trim(&mut self) -> std::io::Result<()> {
+        if self.allocated > self.size {
+            self.shared.file.set_len(self.size)?;
+            self.allocated = self.size;
+            self.shared.file.sync_data()?;
         }
         Ok(())
     }
@@ -157,21 +212,36 @@ impl LogFile {
     }
 }
 
+/// Where the records of a file `len` bytes long end: before its trailing zeros.
+fn records_end(file: &File, len: u64) -> std::io::Result<u64> {
+    let mut end = len;
+    let mut buf = vec![0u8; ZEROS.len()];
+    while end > 0 {
+        let n = (buf.len() as u64).min(end) as usize;
+        file.read_exact_at(&mut buf[..n], end - n as u64)?;
+        match buf[..n].iter().rposition(|&b| b != 0) {
+            Some(i) => return Ok(end - n as u64 + i as u64 + 1),
+            None => end -= n as u64,
+        }
+    }
+    Ok(0)
+}
+
 /// Cuts a log file back to `len` and appends `seal` (the checkpoint closing what remains,
 /// see `format::seal`), then fsyncs it.
 pub fn cut_and_seal(path: &Path, len: u64, seal: Option<&[u8]>) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
     f.set_len(len)?;
     if let Some(line) = seal {
-        use std::io::Seek;
-        f.seek(std::io::SeekFrom::Start(len))?;
-        f.write_all(line)?;
+        f.write_all_at(line, len)?;
     }
     f.sync_all()
 }
 
 impl Drop for LogFile {
     fn drop(&mut self) {
+        // Best effort: zeros left by a failure here are cut by the next load.
+        let _ = self.trim();
         self.shared.stop.store(true, Ordering::Release);
         self.syncer.unpark();
     }
@@ -218,5 +288,55 @@ fn fsync_loop(s: &Shared) {
             // Retried on the next turn; appends are refused meanwhile.
             s.fsync_failed.store(true, Ordering::Release);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vermilion-logfile-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir.join("log.aof")
+    }
+
+    fn len(path: &Path) -> u64 {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    #[test]
+    fn always_writes_records_over_zeros_and_closes_at_the_records() {
+        let path = temp("always");
+        let mut log = LogFile::open(&path, Fsync::Always, None).expect("open");
+        log.append(b"*1\r\n$4\r\nPING\r\n").expect("append");
+        log.append(b"#C:0\r\n").expect("append");
+        assert_eq!(log.size, 20);
+        assert_eq!(len(&path), PREALLOC, "zero-filled ahead");
+        let data = std::fs::read(&path).expect("read");
+        assert_eq!(&data[..20], b"*1\r\n$4\r\nPING\r\n#C:0\r\n");
+        assert!(data[20..].iter().all(|&b| b == 0));
+        // Crossing the filled space fills the next stretch.
+        let big = vec![b'x'; PREALLOC as usize];
+        log.append(&big).expect("append");
+        assert_eq!(len(&path), 2 * PREALLOC);
+        drop(log);
+        assert_eq!(len(&path), 20 + PREALLOC, "cut back to the records on close");
+    }
+
+    #[test]
+    fn a_file_left_with_zeros_is_appended_to_where_its_records_end() {
+        let path = temp("reopen");
+        let mut bytes = b"*1\r\n$4\r\nPING\r\n".to_vec();
+        bytes.resize(200_000, 0);
+        std::fs::write(&path, &bytes).expect("write");
+        let mut log = LogFile::open(&path, Fsync::EverySec, None).expect("open");
+        assert_eq!(log.size, 14);
+        log.append(b"*1\r\n$4\r\nECHO\r\n").expect("append");
+        log.trim().expect("trim");
+        assert_eq!(std::fs::read(&path).expect("read"), b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nECHO\r\n");
+        let empty = temp("empty");
+        assert_eq!(LogFile::open(&empty, Fsync::Always, None).expect("open").size, 0);
     }
 }

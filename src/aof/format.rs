@@ -275,8 +275,19 @@ pub fn seal(data: &[u8], verdict: &Verdict) -> Option<Vec<u8>> {
 }
 
 /// Validates a log: how much of it loads, and what is wrong with the rest.
+///
+/// Zero bytes at the very end are not part of the log: under `appendfsync always` the writer
+/// fills the file with zeros ahead of its records (see `file.rs`), and a crash leaves them.
+/// No whole record or annotation ends with a zero byte (each ends with CRLF), so the log
+/// is what comes before them: a whole log ends cleanly there, a record the crash cut inside
+/// the zeroed space is a torn tail as it would be at the end of the file.
 pub fn check(data: &[u8]) -> Verdict {
-    walk(data, |_| {})
+    walk(&data[..logical_len(data)], |_| {})
+}
+
+/// The length of `data` without its trailing zero bytes (the preallocated space).
+pub fn logical_len(data: &[u8]) -> usize {
+    data.len() - data.iter().rev().take_while(|&&b| b == 0).count()
 }
 
 /// Hands every record of the valid prefix to `each`, in order, and returns the verdict.
@@ -397,6 +408,28 @@ mod tests {
         let v = check(&data);
         assert_eq!(v.valid_len, good);
         assert!(matches!(v.problem, Some(Problem::Corrupt { offset, .. }) if offset == good));
+    }
+
+    #[test]
+    fn preallocated_zeros_after_the_log_are_not_part_of_it() {
+        let mut data = log(&[&["SET", "a", "1"]]);
+        let seg = data.len();
+        // An argument ending in zero bytes: a cut inside it still loads as the cut would.
+        encode_command(&mut data, &["SET", "b", "x\0\0"]);
+        encode_checkpoint(&mut data, seg);
+        for cut in 0..=data.len() {
+            let mut zeroed = data[..cut].to_vec();
+            zeroed.resize(cut + 4096, 0);
+            assert_eq!(names(&zeroed), names(&data[..cut]), "cut at {cut}");
+        }
+        // Zeros before records are not a tail: corruption, as any stray bytes.
+        let mut inside = data.clone();
+        inside.splice(seg..seg, [0u8; 8]);
+        let v = check(&inside);
+        assert_eq!(v.valid_len, seg);
+        assert!(matches!(v.problem, Some(Problem::Corrupt { offset, .. }) if offset == seg), "{v:?}");
+        assert_eq!(logical_len(&[0, 0]), 0);
+        assert_eq!(logical_len(b"\r\n\0"), 2);
     }
 
     #[test]

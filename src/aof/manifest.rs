@@ -7,7 +7,9 @@
 use std::io::Write;
 use std::path::Path;
 
-pub const MANIFEST_VERSION: u32 = 1;
+/// 2: an incremental log may end with zeros (preallocated under `appendfsync always`,
+/// see `file.rs`), which readers skip; 1: it never does. Both read the same way.
+pub const MANIFEST_VERSION: u32 = 2;
 const VERSION_PREFIX: &str = "# vermilion-manifest ";
 /// The replication id whose stream this directory's log is a copy of (a replica's log): a
 /// comment to Redis, read by us to resync partially after a restart.

@@ -319,8 +319,10 @@ impl Aof {
         let incr = FileEntry { name: format!("{}.{seq}.incr.aof", self.dir.prefix), seq };
         std::fs::File::create(self.dir.file(&incr.name))?.sync_all()?;
         manifest::sync_dir(&self.dir.path)?;
-        // The current file becomes a non-last one: it must end whole on disk first.
+        // The current file becomes a non-last one: it must end whole on disk first, with
+        // no preallocated zeros after its records.
         self.log.sync()?;
+        self.log.trim()?;
         let mut next = self.dir.manifest.clone();
         next.incrs.push(incr.clone());
         next.store(&self.dir.path, &self.dir.manifest_name())?;

@@ -90,6 +90,10 @@ fn check_log(path: &Path) -> Result<FileReport, String> {
         v.valid_len,
         size - v.valid_len as u64
     );
+    let zeros = data.len() - format::logical_len(&data);
+    if zeros > 0 {
+        println!("{zeros} bytes of preallocated zeros follow the log (appendfsync always): not part of it");
+    }
     let seal = format::seal(&data, &v);
     Ok(FileReport { size, valid_len: v.valid_len as u64, problem, seal })
 }

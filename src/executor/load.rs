@@ -147,7 +147,13 @@ impl Executor {
         // The last file is appended to next: whole records after its last checkpoint (a
         // torn batch, a file from elsewhere) get a checkpoint of their own first.
         let seal = if last && !stream_copy { format::seal(&data, &verdict) } else { None };
+        // Zeros the writer preallocated (a crash under `always` leaves them): the next
+        // writer appends where the log ends, so they go.
+        let zeros = size - format::logical_len(&data) as u64;
         drop(data);
+        if zeros > 0 && verdict.problem.is_none() {
+            log::notice(&format!("Cutting {zeros} bytes of preallocated space after the end of the AOF {name}"));
+        }
         if verdict.problem.is_some() {
             let cut = size - verdict.valid_len as u64;
             log::warning(&format!("!!! Warning: short read while loading the AOF file {name}!!!"));
@@ -156,7 +162,7 @@ impl Executor {
                 verdict.valid_len
             ));
         }
-        if verdict.problem.is_some() || seal.is_some() {
+        if verdict.problem.is_some() || seal.is_some() || zeros > 0 {
             aof::file::cut_and_seal(path, verdict.valid_len as u64, seal.as_deref())
                 .map_err(|e| format!("Error truncating the AOF file {name}: {e}"))?;
         }

@@ -570,6 +570,11 @@ impl Executor {
             if let Err(e) = aof.log.sync() {
                 log::warning(&format!("Error fsyncing the AOF on shutdown: {e}"));
             }
+            // The file at rest ends with its last record (the next start cuts zeros left
+            // by a failure here).
+            if let Err(e) = aof.log.trim() {
+                log::warning(&format!("Error cutting the AOF's preallocated space on shutdown: {e}"));
+            }
         }
     }
 
