@@ -487,19 +487,21 @@ fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
     // The primary has no password now: AUTH would fail the handshake (as with Redis).
     let _: () = redis::cmd("CONFIG").arg("SET").arg("masterauth").arg("").query(&mut rc).expect("CONFIG SET");
     let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut rc).expect("REPLICAOF NO ONE");
-    let mut raw = r.raw();
     let _: () = redis::cmd("FLUSHALL").query(&mut rc).expect("FLUSHALL: the next sync must be a full one");
     replicaof(&mut rc, &primary);
+    // A PING sent just before the load starts is queued for the executor and answered after
+    // the load: each probe is a fresh connection that gives up after 200 ms, so one such
+    // probe cannot hide the LOADING answers of those that follow.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut saw_loading = false;
     loop {
-        let reply = raw.call(&[b"PING"]);
-        if reply.starts_with(b"-LOADING") {
+        let reply = ping_within(r.port, Duration::from_millis(200));
+        if reply.starts_with("-LOADING") {
             saw_loading = true;
-        } else if saw_loading {
+        } else if saw_loading && reply.starts_with("+PONG") {
             break;
         }
-        assert!(Instant::now() < deadline, "never saw the replica loading");
+        assert!(Instant::now() < deadline, "never saw the replica loading (saw_loading={saw_loading}, last reply {reply:?})");
         std::thread::sleep(Duration::from_millis(5));
     }
     let _: () = redis::cmd("CONFIG").arg("SET").arg("key-load-delay").arg(0).query(&mut rc).expect("CONFIG SET");
@@ -513,6 +515,19 @@ fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
     let len: usize = header.strip_prefix('$').and_then(|l| l.parse().ok()).expect("a bulk length");
     let payload = raw.read_exact_n(len);
     assert!(payload.starts_with(b"VMLNSNAP"), "the base snapshot format");
+}
+
+/// PING on a new connection: the first reply line, or "" when none comes within `timeout`.
+fn ping_within(port: u16, timeout: Duration) -> String {
+    use std::io::{BufRead, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
+    let _ = s.set_read_timeout(Some(timeout));
+    if s.write_all(b"PING\r\n").is_err() {
+        return String::new();
+    }
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(s).read_line(&mut line);
+    line
 }
 
 /// A stand-in primary: accepts one replica connection, answers PING and REPLCONF, and returns
