@@ -41,7 +41,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Result<R
     if numkeys < 0 {
         return Err(CmdError::other("ERR Number of keys can't be negative"));
     }
-    ctx.client.script_call = Some(ScriptCall { sha: name, flags, numkeys: numkeys as usize, read_only, function: true });
+    ctx.client.script_call = Some(ScriptCall { sha: name.into(), flags, numkeys: numkeys as usize, read_only, function: true });
     Ok(Reply::NoReply)
 }
 

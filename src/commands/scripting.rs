@@ -15,7 +15,8 @@ use crate::scripting::{ScriptEngine, ScriptFlags};
 /// A script run asked for by EVAL & co.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptCall {
-    pub sha: String,
+    /// The script's SHA1 (shared with the cache), or the function's name for FCALL.
+    pub sha: std::rc::Rc<str>,
     /// The script's shebang flags.
     pub flags: ScriptFlags,
     pub numkeys: usize,
@@ -81,7 +82,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
 /// ```
 pub fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let script = engine(ctx)?.load(&args[2]).map_err(|e| CmdError::Other(e.into()))?;
-    Ok(Reply::bulk_string(script.sha.clone()))
+    Ok(Reply::bulk_string(script.sha.to_string()))
 }
 
 /// ```text

@@ -114,7 +114,7 @@ impl Executor {
     /// Runs the rest of a woken client's pipeline and queues its replies (unless it blocked
     /// again).
     pub(super) fn resume_after_block(&mut self, client: &mut Client, blocked: Blocked) {
-        self.run_commands(client, blocked.cmds, blocked.index + 1, blocked.protocol_error);
+        self.run_commands(client, blocked.cmds, blocked.index + 1, blocked.protocol_error, None);
         self.finish_step(client);
     }
 

@@ -17,6 +17,7 @@ const MEMORY_RELEASE_MS: i64 = 100;
 impl Executor {
     /// Periodic work, `hz` times a second: active expiry within a quarter of the period.
     pub(super) fn cron(&mut self, hz: u64) {
+        self.anchor = crate::clock::Anchor::now();
         self.replication_cron();
         let now_ms = crate::clock::now_ms();
         if now_ms - self.memory_released_ms >= MEMORY_RELEASE_MS {

@@ -203,7 +203,7 @@ impl Executor {
         if let Some(engine) = self.server.scripts.as_mut() {
             for body in &loaded.scripting.scripts {
                 if let Ok(s) = engine.load(body) {
-                    self.stream_scripts.insert(s.sha.clone(), body.clone());
+                    self.stream_scripts.insert(s.sha.to_string(), body.clone());
                 }
             }
             // The snapshot's libraries are the whole set at its offset.

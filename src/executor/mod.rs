@@ -192,6 +192,8 @@ pub struct Executor {
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
     clock_mark: Option<Instant>,
+    /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
+    anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
     memory_released_ms: i64,
     /// A large buffer was let go: the next cron forces the allocator's collection.
@@ -251,6 +253,7 @@ impl Executor {
             wake_tx: None,
             now_ms: crate::clock::now_ms(),
             clock_mark: None,
+            anchor: crate::clock::Anchor::now(),
             memory_released_ms: 0,
             purge_memory: false,
         }
@@ -394,7 +397,9 @@ impl Executor {
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     return;
                 };
-                self.now_ms = crate::clock::now_ms();
+                // One clock read: the batch's first command starts at it.
+                let now = Instant::now();
+                self.now_ms = self.anchor.ms_at(now);
                 client.last_interaction_ms = self.now_ms;
                 client.open_batches += 1;
                 if let Some(blocked) = client.blocked.as_mut() {
@@ -406,7 +411,7 @@ impl Executor {
                     self.server.clients.insert(id, client);
                     return;
                 }
-                self.run_commands(&mut client, cmds, 0, protocol_error);
+                self.run_commands(&mut client, cmds, 0, protocol_error, Some(now));
                 self.finish_step(&mut client);
                 self.server.clients.insert(id, client);
                 self.serve_ready();
@@ -440,8 +445,16 @@ impl Executor {
 
     /// Runs `cmds[start..]` for `client`, encoding each reply, until the end of the batch or a
     /// command that blocks (the client is then parked with the rest of its batch).
-    fn run_commands(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, start: usize, protocol_error: Option<String>) {
-        self.clock_mark = None;
+    /// `now`: a clock read taken just before, if any (the first command starts there).
+    fn run_commands(
+        &mut self,
+        client: &mut Client,
+        cmds: Vec<Vec<Bytes>>,
+        start: usize,
+        protocol_error: Option<String>,
+        now: Option<Instant>,
+    ) {
+        self.clock_mark = now;
         self.run_batch(client, cmds, start, protocol_error);
         self.clock_mark = None;
     }
@@ -567,7 +580,7 @@ impl Executor {
                 self.throttled.push(id);
             } else if let Some(b) = client.blocked.take() {
                 client.db = b.db;
-                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error);
+                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error, None);
                 self.finish_step(&mut client);
             }
             self.server.clients.insert(id, client);
@@ -584,7 +597,7 @@ impl Executor {
             let Some(mut client) = self.server.clients.remove(&id) else { continue };
             if let Some(b) = client.blocked.take() {
                 client.db = b.db;
-                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error);
+                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error, None);
                 self.finish_step(&mut client);
             }
             self.server.clients.insert(id, client);
@@ -741,10 +754,12 @@ impl Executor {
         let (mut reply, call_end) = self.run_command(client, cmd, args, Some(start));
         // The command's end time serves for the slowlog too, unless more ran after it.
         let mut end = call_end;
+        let mut scripted = false;
         if let Some(call) = client.script_call.take() {
             end = None;
+            scripted = true;
             let recording = self.recording();
-            reply = self.run_script(client, args, &call);
+            reply = self.run_script(client, args, &call, start);
             if recording {
                 if let Some(outcome) = self.last_script_outcome.take() {
                     self.log_script(client, args, &call, &outcome);
@@ -776,6 +791,10 @@ impl Executor {
         if elapsed >= 1000 && !self.loading {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
+        }
+        if scripted {
+            // INFO commandstats counts an EVAL's script in its time, as Redis does.
+            self.server.stats.command(cmd.id).usec += elapsed;
         }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
@@ -812,7 +831,8 @@ impl Executor {
         let dirty_before = self.server.dirty;
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
-        let end = timer.map(|_| Instant::now());
+        // A script's EVAL ends when the script does (the caller times it).
+        let end = timer.filter(|_| client.script_call.is_none()).map(|_| Instant::now());
         let elapsed = timer.zip(end).map_or(0, |(s, e)| e.saturating_duration_since(s).as_micros() as u64);
         if self.server.tracking.clients > 0 {
             self.remember_tracked_keys(client, cmd, args);

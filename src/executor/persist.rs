@@ -255,14 +255,14 @@ impl Executor {
         let Some(aof) = self.aof.as_mut() else { return };
         let mut argv = args.to_vec();
         let is_evalsha = args[0].len() >= 7 && args[0][..7].eq_ignore_ascii_case(b"evalsha");
-        if is_evalsha && !aof.epoch_scripts.contains(&call.sha) {
-            if let Some(script) = self.server.scripts.as_ref().and_then(|e| e.get(call.sha.as_bytes())) {
-                argv[0] = b("EVAL");
-                argv[1] = script.body.clone();
+        if !aof.epoch_scripts.contains(&*call.sha) {
+            if is_evalsha {
+                if let Some(script) = self.server.scripts.as_ref().and_then(|e| e.get(call.sha.as_bytes())) {
+                    argv[0] = b("EVAL");
+                    argv[1] = script.body.clone();
+                }
             }
-        }
-        if !aof.epoch_scripts.contains(&call.sha) {
-            aof.epoch_scripts.insert(call.sha.clone());
+            aof.epoch_scripts.insert(call.sha.to_string());
         }
         self.pending.push(Pending { db: client.db, argv, time_ms: Some(outcome.time_ms) });
     }
@@ -335,7 +335,7 @@ impl Executor {
     /// EVALSHA records need them even after a local SCRIPT FLUSH).
     fn script_table(&self) -> Vec<(String, Bytes)> {
         let mut v: Vec<(String, Bytes)> =
-            self.server.scripts.as_ref().map(|e| e.scripts().map(|s| (s.sha.clone(), s.body.clone())).collect()).unwrap_or_default();
+            self.server.scripts.as_ref().map(|e| e.scripts().map(|s| (s.sha.to_string(), s.body.clone())).collect()).unwrap_or_default();
         if self.aof.as_ref().is_some_and(|a| a.verbatim) {
             v.extend(self.stream_scripts.iter().map(|(sha, body)| (sha.clone(), body.clone())));
         }

@@ -71,15 +71,16 @@ pub(super) struct ScriptBridge<'a> {
     oom_at_start: bool,
     /// The watch already agreed to this script's writes (one compare-and-swap per run).
     write_allowed: bool,
-    /// The last command name called and what it resolved to: scripts call the same few
-    /// commands over and over.
-    last_command: Option<(Bytes, &'static CommandSpec)>,
+    /// The last command called (one without subcommands): scripts call the same few
+    /// commands over and over, and a name equal to its own resolves to it again.
+    last_command: Option<&'static CommandSpec>,
     pub outcome: ScriptOutcome,
 }
 
 impl Executor {
     /// Runs a script EVAL & co. asked for; returns the caller's reply.
-    pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: &ScriptCall) -> Reply {
+    /// `started`: when the EVAL began (the script's frozen time and its busy clock).
+    pub(super) fn run_script(&mut self, client: &mut Client, args: &[Bytes], call: &ScriptCall, started: std::time::Instant) -> Reply {
         // A script refused before it runs leaves no outcome (nothing to log).
         self.last_script_outcome = None;
         let Some(mut engine) = self.server.scripts.take() else {
@@ -98,7 +99,7 @@ impl Executor {
         let argv = &args[3 + call.numkeys..];
         let threshold = self.server.busy_threshold_ms;
         // Time stands still for the whole script (a replayed script's is its record's).
-        self.now_ms = self.replay_time_ms.take().unwrap_or_else(crate::clock::now_ms);
+        self.now_ms = self.replay_time_ms.take().unwrap_or_else(|| self.anchor.ms_at(started));
         let time_ms = self.now_ms;
         // Deletions so far belong before the script's record.
         if self.recording() {
@@ -110,17 +111,17 @@ impl Executor {
         let watch = engine.watch.clone();
         // A record of the stream or of the log being loaded: never killed.
         let running = call.function.then(|| {
-            let name = engine.functions.get(call.sha.as_bytes()).map_or_else(|| call.sha.clone(), |f| f.name.clone());
+            let name = engine.functions.get(call.sha.as_bytes()).map_or_else(|| call.sha.to_string(), |f| f.name.clone());
             crate::scripting::RunningFunction {
                 name,
                 argv: args.to_vec(),
-                started: std::time::Instant::now(),
+                started,
                 libraries: engine.functions.library_count(),
                 functions: engine.functions.registered_count(),
             }
         });
         watch.start(self.loading, running);
-        let pump = self.busy_pump.clone();
+        let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
         let mut bridge = ScriptBridge {
             exec: self,
             client,
@@ -132,9 +133,9 @@ impl Executor {
             outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
         let (reply, end) = if call.function {
-            engine.run_function(call.sha.as_bytes(), keys, argv, &mut bridge, threshold, pump)
+            engine.run_function(call.sha.as_bytes(), keys, argv, &mut bridge, busy)
         } else {
-            engine.run(&call.sha, keys, argv, &mut bridge, threshold, pump)
+            engine.run(&call.sha, keys, argv, &mut bridge, busy)
         };
         let outcome = std::mem::take(&mut bridge.outcome);
         watch.finish();
@@ -199,12 +200,12 @@ impl ScriptHost for ScriptBridge<'_> {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
         let cmd = match &self.last_command {
-            Some((name, cmd)) if *name == argv[0] && cmd.arity_ok(argv.len()) => *cmd,
+            Some(cmd) if argv[0].eq_ignore_ascii_case(cmd.name.as_bytes()) && cmd.arity_ok(argv.len()) => cmd,
             _ => match commands::resolve(&argv) {
                 Resolved::Found(cmd) => {
                     // A subcommand depends on more than the name: not cached.
                     if cmd.subcommands.is_empty() && !cmd.name.contains('|') {
-                        self.last_command = Some((argv[0].clone(), cmd));
+                        self.last_command = Some(cmd);
                     }
                     cmd
                 }
