@@ -124,6 +124,24 @@ fn index() -> &'static CommandIndex {
 
 /// Finds a top-level command by name, case-insensitively, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    thread_local! {
+        /// The last command found: clients and streams send runs of the same command, and
+        /// comparing the name costs less than hashing it and probing the table.
+        static LAST: std::cell::Cell<Option<&'static CommandSpec>> = const { std::cell::Cell::new(None) };
+    }
+    if let Some(cmd) = LAST.get() {
+        if cmd.name.as_bytes().eq_ignore_ascii_case(name) {
+            return Some(cmd);
+        }
+    }
+    let found = lookup_indexed(name);
+    if found.is_some() {
+        LAST.set(found);
+    }
+    found
+}
+
+fn lookup_indexed(name: &[u8]) -> Option<&'static CommandSpec> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
         return None;

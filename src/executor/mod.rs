@@ -192,6 +192,10 @@ pub struct Executor {
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
     clock_mark: Option<Instant>,
+    /// The last command a script called (one without subcommands), by the name as the
+    /// script wrote it: scripts call the same few commands over and over, and the same name
+    /// resolves to the same command (a byte compare costs less than a lookup).
+    script_command: Option<([u8; 16], u8, &'static crate::commands::CommandSpec)>,
     /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
     anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
@@ -254,6 +258,7 @@ impl Executor {
             now_ms: crate::clock::now_ms(),
             clock_mark: None,
             anchor: crate::clock::Anchor::now(),
+            script_command: None,
             memory_released_ms: 0,
             purge_memory: false,
         }

@@ -71,9 +71,6 @@ pub(super) struct ScriptBridge<'a> {
     oom_at_start: bool,
     /// The watch already agreed to this script's writes (one compare-and-swap per run).
     write_allowed: bool,
-    /// The last command called (one without subcommands): scripts call the same few
-    /// commands over and over, and a name equal to its own resolves to it again.
-    last_command: Option<&'static CommandSpec>,
     pub outcome: ScriptOutcome,
 }
 
@@ -129,7 +126,6 @@ impl Executor {
             allow_oom: flags.allow_oom,
             oom_at_start: oom,
             write_allowed: false,
-            last_command: None,
             outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
         let (reply, end) = if call.function {
@@ -199,13 +195,15 @@ impl ScriptHost for ScriptBridge<'_> {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
-        let cmd = match &self.last_command {
-            Some(cmd) if argv[0].eq_ignore_ascii_case(cmd.name.as_bytes()) && cmd.arity_ok(argv.len()) => cmd,
+        let cmd = match self.exec.script_command {
+            Some((name, len, cmd)) if argv[0] == name[..len as usize] && cmd.arity_ok(argv.len()) => cmd,
             _ => match commands::resolve(&argv) {
                 Resolved::Found(cmd) => {
                     // A subcommand depends on more than the name: not cached.
-                    if cmd.subcommands.is_empty() && !cmd.name.contains('|') {
-                        self.last_command = Some(cmd);
+                    if cmd.subcommands.is_empty() && !cmd.name.contains('|') && argv[0].len() <= 16 {
+                        let mut name = [0u8; 16];
+                        name[..argv[0].len()].copy_from_slice(&argv[0]);
+                        self.exec.script_command = Some((name, argv[0].len() as u8, cmd));
                     }
                     cmd
                 }

@@ -137,7 +137,9 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> c_i
     ffi::lua_gettop(state)
 }
 
-/// Runs a compiled script under the error handler.
+/// Runs a compiled script under the error handler. Loaded before `PROTECTED_CALLS` wraps
+/// `xpcall`: the runner's own call needs no abort check (the executor reads the watch when
+/// the run ends), and the wrapper cost a Lua frame and a Rust callback per run.
 const RUNNER: &str = r#"
 local xpcall, handler, args = xpcall, __redis__err__handler, __redis__args
 return function(f) args() return xpcall(f, handler) end
@@ -177,20 +179,24 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     lua.load(ERROR_HANDLER).set_name("=[error handler]").exec()?;
     let must_abort = lua.create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|r| r.active && r.watch.must_abort())))?;
     lua.set_named_registry_value(MUST_ABORT_KEY.to_str().unwrap_or_default(), must_abort.clone())?;
-    // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
-    globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
-    lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
-    if kind == Kind::Eval {
-        globals.raw_set("KEYS", lua.create_table()?)?;
-        globals.raw_set("ARGV", lua.create_table()?)?;
-    }
-    lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
-    globals.raw_set("debug", Value::Nil)?;
-    // SAFETY: both follow the Lua C API contract (see `eval_args` and `refill`).
-    let args = unsafe { lua.create_c_function(if kind == Kind::Eval { eval_args } else { function_args })? };
+    // SAFETY: all three follow the Lua C API contract (see `eval_args` and `refill`).
+    let args = match kind {
+        Kind::Eval => {
+            let (keys, argv) = (lua.create_table()?, lua.create_table()?);
+            globals.raw_set("KEYS", &keys)?;
+            globals.raw_set("ARGV", &argv)?;
+            unsafe { lua.create_c_function(eval_args_closure)? }.call::<Function>((keys, argv))?
+        }
+        Kind::Functions => unsafe { lua.create_c_function(function_args)? },
+    };
     globals.raw_set("__redis__args", args)?;
     let runner: Function = lua.load(if kind == Kind::Eval { RUNNER } else { FUNCTION_RUNNER }).set_name("=[runner]").call(())?;
     globals.raw_set("__redis__args", Value::Nil)?;
+    // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
+    globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
+    lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
+    lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
+    globals.raw_set("debug", Value::Nil)?;
     protect_everything(&lua)?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok((lua, runner))
@@ -320,12 +326,14 @@ pub fn with_run_args<R>(keys: &[Bytes], argv: &[Bytes], f: impl FnOnce() -> R) -
 /// are read-only), so reuse is invisible, and a run allocates nothing for its arguments.
 /// Both tables are ready before the globals open: making them can fail (out of memory),
 /// and nothing may fail while the globals are writable.
+///
+/// The two tables are the closure's upvalues, the same as the globals (looking the globals
+/// up by name hashed "KEYS" and "ARGV" on every run); a fresh table replaces both.
 unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
     let (keys, argv) = RUN_ARGS.get();
     let mut fresh = [false; 2];
-    for (i, (name, items)) in [(c"KEYS", &*keys), (c"ARGV", &*argv)].into_iter().enumerate() {
-        ffi::lua_pushstring(l, name.as_ptr());
-        ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
+    for (i, items) in [&*keys, &*argv].into_iter().enumerate() {
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(i as c_int + 1));
         if !refill(l, items) {
             ffi::lua_pop(l, 1);
             push_strings(l, items);
@@ -337,8 +345,10 @@ unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
     if fresh[0] || fresh[1] {
         lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
     }
-    for (name, replace) in [(c"ARGV", fresh[1]), (c"KEYS", fresh[0])] {
+    for (upvalue, name, replace) in [(2, c"ARGV", fresh[1]), (1, c"KEYS", fresh[0])] {
         if replace {
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_replace(l, ffi::lua_upvalueindex(upvalue));
             ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
         } else {
             ffi::lua_pop(l, 1);
@@ -348,6 +358,13 @@ unsafe extern "C-unwind" fn eval_args(l: *mut ffi::lua_State) -> c_int {
         lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
     }
     0
+}
+
+/// Makes `eval_args` with the KEYS and ARGV tables (its two arguments) as its upvalues.
+unsafe extern "C-unwind" fn eval_args_closure(l: *mut ffi::lua_State) -> c_int {
+    ffi::lua_settop(l, 2);
+    ffi::lua_pushcclosure(l, eval_args, 2);
+    1
 }
 
 /// Refills the table on top of the stack with `items` when it is a writable table without
