@@ -20,6 +20,7 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         let mut exec = Executor::new(Config::new());
+        exec.keep_script_effects = true;
         let rx = exec.connect_detached(1);
         Harness { exec, rx }
     }

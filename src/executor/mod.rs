@@ -147,6 +147,9 @@ pub struct Executor {
     busy_pump: Option<std::rc::Rc<dyn Fn()>>,
     /// What the last script did (the AOF builds on it).
     pub last_script_outcome: Option<crate::scripting::ScriptOutcome>,
+    /// Collect a script's write effects even with no log to write them to (tests read them
+    /// from `last_script_outcome`).
+    pub keep_script_effects: bool,
     /// The durable log (`appendonly yes`).
     pub aof: Option<crate::aof::Aof>,
     /// Log records of the running top-level command (see persist.rs).
@@ -235,6 +238,7 @@ impl Executor {
             throttled: Vec::new(),
             expired_notified: 0,
             last_script_outcome: None,
+            keep_script_effects: false,
             inbox: None,
             busy_pump: None,
             aof: None,

@@ -69,6 +69,9 @@ pub(super) struct ScriptBridge<'a> {
     read_only: bool,
     allow_oom: bool,
     oom_at_start: bool,
+    /// Whether the write effects are collected: the log needs them (a random-dirty script
+    /// is logged as its effects); without one they would be built and dropped for nothing.
+    effects: bool,
     /// The watch already agreed to this script's writes (one compare-and-swap per run).
     write_allowed: bool,
     pub outcome: ScriptOutcome,
@@ -119,6 +122,7 @@ impl Executor {
         });
         watch.start(self.loading, running);
         let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
+        let effects = self.recording() || self.keep_script_effects;
         let mut bridge = ScriptBridge {
             exec: self,
             client,
@@ -126,6 +130,7 @@ impl Executor {
             allow_oom: flags.allow_oom,
             oom_at_start: oom,
             write_allowed: false,
+            effects,
             outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
         };
         let (reply, end) = if call.function {
@@ -253,6 +258,8 @@ impl ScriptHost for ScriptBridge<'_> {
         }
         if self.exec.server.dirty != dirty_before {
             self.outcome.wrote = true;
+        }
+        if self.exec.server.dirty != dirty_before && self.effects {
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).
             match super::persist::rewritten(cmd, &argv, &reply, &self.exec.ks, db) {
                 Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
