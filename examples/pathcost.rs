@@ -5,7 +5,8 @@
 //! `cargo build --release --example pathcost`, then
 //! `valgrind --tool=callgrind target/release/examples/pathcost evalsha 20000`
 //! and divide the instruction total by N (see docs/BENCHMARKS.md). Shapes: `evalsha` (a
-//! script doing one INCR), `calls100` (one doing 100), `set`, `incr`.
+//! script doing one INCR), `calls100` (one doing 100), `set`, `incr`, `multi` (MULTI, 5 INCR,
+//! EXEC in one batch, as examples/txbench sends it).
 
 use bytes::Bytes;
 use vermilion::config::Config;
@@ -25,24 +26,30 @@ fn main() {
     let n: usize = argv.get(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let mut exec = Executor::new(Config::new());
     let mut rx = exec.connect_detached(1);
-    let mut run = |cmd: Vec<Bytes>| {
-        exec.handle(Request::Commands { id: 1, cmds: vec![cmd], protocol_error: None });
+    let mut run_batch = |cmds: Vec<Vec<Bytes>>| {
+        exec.handle(Request::Commands { id: 1, cmds, protocol_error: None });
         exec.release_replies();
         while rx.try_recv().is_ok() {}
     };
     let incr = "return redis.call('incr', KEYS[1])";
     let hundred = "for i = 1, 100 do redis.call('incr', KEYS[1]) end return 1";
     for body in [incr, hundred] {
-        run(args(&["SCRIPT", "LOAD", body]));
+        run_batch(vec![args(&["SCRIPT", "LOAD", body])]);
     }
     let sha = |body: &str| vermilion::scripting::sha1_hex(body.as_bytes());
-    let cmd = match shape {
-        "calls100" => args(&["EVALSHA", &sha(hundred), "1", "counter"]),
-        "set" => args(&["SET", "key", "value"]),
-        "incr" => args(&["INCR", "counter"]),
-        _ => args(&["EVALSHA", &sha(incr), "1", "counter"]),
+    let batch = match shape {
+        "calls100" => vec![args(&["EVALSHA", &sha(hundred), "1", "counter"])],
+        "set" => vec![args(&["SET", "key", "value"])],
+        "incr" => vec![args(&["INCR", "counter"])],
+        "multi" => {
+            let mut tx = vec![args(&["MULTI"])];
+            tx.extend((0..5).map(|_| args(&["INCR", "counter"])));
+            tx.push(args(&["EXEC"]));
+            tx
+        }
+        _ => vec![args(&["EVALSHA", &sha(incr), "1", "counter"])],
     };
     for _ in 0..n {
-        run(cmd.clone());
+        run_batch(batch.clone());
     }
 }
