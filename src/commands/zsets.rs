@@ -380,7 +380,10 @@ fn range_generic(
     };
     if store {
         let lim = limits(ctx);
-        let mut dst = ZSetValue::new();
+        // Sized up front as Redis's zsetTypeCreate(length, 0): a result past the listpack
+        // limit is a skiplist from its first member, so a -0 score stays -0 (a listpack
+        // keeps it as 0).
+        let mut dst = if items.len() as i64 > lim.0 { ZSetValue::new_skiplist() } else { ZSetValue::new() };
         for (m, s) in &items {
             dst.insert(m, *s, lim.0, lim.1);
         }
