@@ -151,7 +151,10 @@ impl LogFile {
     /// Extends the zeros ahead of the records past `end`, to the next `PREALLOC` boundary
     /// beyond it. They reach the disk with the next sync (the one slow sync per `PREALLOC`
     /// bytes). A failure (a full disk) leaves the file at its records: appends go on
-    /// growing it as without zeros.
+    /// growing it as without zeros. Written here rather than by the fsync thread, which
+    /// would race the records written past the filled space: 16 page-cache writes of 64 KB
+    /// per MiB of log, measured 505 us (1.6 ms at worst) each time, once per about 20,000
+    /// records of 50 bytes (24 ns per record).
     fn zero_fill(&mut self, end: u64) {
         let target = (end / PREALLOC + 1) * PREALLOC;
         let mut at = self.allocated.max(self.size);
@@ -168,12 +171,13 @@ impl LogFile {
     }
 
     /// Cuts the zeros ahead of the records (the file is closing, or becomes a non-last
-    /// file): a file at rest holds records only.
+    /// file): a file at rest holds records only. Not fsynced: zeros a crash keeps are read
+    /// past and cut at the next load, so durability asks nothing here, and the callers run
+    /// on the executor.
     pub fn trim(&mut self) -> std::io::Result<()> {
         if self.allocated > self.size {
             self.shared.file.set_len(self.size)?;
             self.allocated = self.size;
-            self.shared.file.sync_data()?;
         }
         Ok(())
     }

@@ -258,12 +258,12 @@ impl ScriptHost for ScriptBridge<'_> {
         }
         if self.exec.server.dirty != dirty_before {
             self.outcome.wrote = true;
-        }
-        if self.exec.server.dirty != dirty_before && self.effects {
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).
-            match super::persist::rewritten(cmd, &argv, &reply, &self.exec.ks, db) {
-                Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
-                None => self.outcome.effects.push(Effect { db, argv, repl }),
+            if self.effects {
+                match super::persist::rewritten(cmd, &argv, &reply, &self.exec.ks, db) {
+                    Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
+                    None => self.outcome.effects.push(Effect { db, argv, repl }),
+                }
             }
         }
         match class {
