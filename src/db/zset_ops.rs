@@ -211,8 +211,8 @@ pub fn zset_add(z: &mut ZSetValue, mut score: f64, member: &[u8], flags: u8, lim
     if score.is_nan() {
         return AddOut::Nan;
     }
-    match z.score(member) {
-        Some(cur) => {
+    match z.lookup(member) {
+        Some((at, cur)) => {
             if flags & NX != 0 {
                 return AddOut::Nop;
             }
@@ -226,7 +226,7 @@ pub fn zset_add(z: &mut ZSetValue, mut score: f64, member: &[u8], flags: u8, lim
                 return AddOut::Nop;
             }
             if score != cur {
-                z.update(member, score);
+                z.update_at(at, score);
                 AddOut::Updated(score)
             } else {
                 AddOut::Unchanged(score)
