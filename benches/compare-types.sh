@@ -8,8 +8,14 @@
 # Then memory: 1,000,000 small hashes and 1,000,000 sorted-set members, compared as the growth
 # of Redis's used_memory and of Vermilion's resident set size (what the process really holds).
 #
+# Each row is the best of ROUNDS runs per server, alternating. With PIN=1 (the default on a
+# machine of 2 cores or more) both servers run on CPU 1 and redis-benchmark on CPU 0, so that
+# the scheduler does not put the client on the server's core for part of one run only (on
+# the 2-core VM this moved single rows by 15-25% from run to run).
+#
 # Usage: benches/compare-types.sh [requests-per-test] [clients]
-#   env: PIPELINES (default "1 16"), GEO_MEMBERS, MEM_KEYS (default 1000000), SKIP_MEMORY=1
+#   env: PIPELINES (default "1 16"), ROUNDS (default 3), PIN, GEO_MEMBERS,
+#        MEM_KEYS (default 1000000), SKIP_MEMORY=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -17,15 +23,19 @@ CLIENTS=${2:-50}
 PIPELINES=${PIPELINES:-"1 16"}
 GEO_MEMBERS=${GEO_MEMBERS:-1000000}
 MEM_KEYS=${MEM_KEYS:-1000000}
+ROUNDS=${ROUNDS:-3}
+if [ "$(nproc)" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
+SERVER_CPU=() CLIENT_CPU=()
+if [ "$PIN" = 1 ]; then SERVER_CPU=(taskset -c 1); CLIENT_CPU=(taskset -c 0); fi
 
 cargo build --release --quiet --bin vermilion-server
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
 start() {
-  setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+  setsid "${SERVER_CPU[@]}" redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
   RPID=$!
-  setsid target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
+  setsid "${SERVER_CPU[@]}" target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >"$WORK/vermilion.log" 2>&1 &
   VPID=$!
   for p in "$RPORT" "$VPORT"; do
     ready "$p"
@@ -37,12 +47,15 @@ start
 
 rps() { # port pipeline args... (the last CSV row that is not -t lrange_100's LPUSH fill row)
   local p=$1 pl=$2; shift 2
-  { redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P "$pl" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR > 1 && $2 !~ /needed to benchmark/ {v = $4} END {print v}'
+  { "${CLIENT_CPU[@]}" redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P "$pl" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR > 1 && $2 !~ /needed to benchmark/ {v = $4} END {print v}'
 }
 row() { # label pipeline args...
   local label=$1 pl=$2; shift 2
-  local r v
-  r=$(rps "$RPORT" "$pl" "$@"); v=$(rps "$VPORT" "$pl" "$@")
+  local rs=() vs=() r v
+  for _ in $(seq "$ROUNDS"); do
+    rs+=("$(rps "$RPORT" "$pl" "$@")"); vs+=("$(rps "$VPORT" "$pl" "$@")")
+  done
+  r=$(best "${rs[@]}"); v=$(best "${vs[@]}")
   python3 -c "r=float('${r:-0}'); v=float('${v:-0}'); print('%-15s %4s %12.0f %12.0f %7.2f' % ('$label', '$pl', r, v, v/r if r else 0))"
 }
 

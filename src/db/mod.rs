@@ -10,6 +10,7 @@ pub mod hash;
 pub mod list;
 pub mod rdb;
 pub mod set;
+mod siphash;
 mod table;
 mod value;
 pub mod zset;

@@ -11,9 +11,9 @@
 //! contain their key: a sorted set's member index holds only skiplist node ids, and compares
 //! members through the skiplist (one copy of each member, as in Redis).
 
-use std::hash::{BuildHasher, RandomState};
-
 use bytes::Bytes;
+
+use super::siphash::SipKey;
 
 const NIL: u32 = u32::MAX;
 const MIN_BUCKETS: usize = 4;
@@ -31,7 +31,7 @@ struct Slot<T> {
 pub struct RawTable<T> {
     entries: Vec<Slot<T>>,
     buckets: Vec<u32>,
-    hasher: RandomState,
+    hasher: SipKey,
 }
 
 impl<T> Default for RawTable<T> {
@@ -42,7 +42,7 @@ impl<T> Default for RawTable<T> {
 
 impl<T> RawTable<T> {
     pub fn new() -> Self {
-        RawTable { entries: Vec::new(), buckets: vec![NIL; MIN_BUCKETS], hasher: RandomState::new() }
+        RawTable { entries: Vec::new(), buckets: vec![NIL; MIN_BUCKETS], hasher: SipKey::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -55,7 +55,7 @@ impl<T> RawTable<T> {
 
     /// The hash of a key, as this table's items must be found by.
     pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash(key)
     }
 
     fn mask(&self) -> u64 {
