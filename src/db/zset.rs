@@ -299,6 +299,15 @@ impl ZSetValue {
         &self.list
     }
 
+    /// The node after `before`, or the first when None (a prefix search's last node and the
+    /// one a range starts at: one step, not a second search by rank).
+    fn after(&self, before: Option<NodeId>) -> Option<NodeId> {
+        match before {
+            Some(id) => self.next(id),
+            None => self.first(),
+        }
+    }
+
     fn score_in_range(&self, r: &ScoreRange) -> bool {
         if r.is_empty() {
             return false;
@@ -314,8 +323,8 @@ impl ZSetValue {
         if !self.score_in_range(r) {
             return None;
         }
-        let (k, _) = self.list.prefix(|s, _| !r.gte_min(s));
-        let id = self.at_rank(k)?;
+        let (k, before) = self.list.prefix(|s, _| !r.gte_min(s));
+        let id = self.after(before)?;
         r.lte_max(self.get(id).1).then_some((k, id))
     }
 
@@ -356,8 +365,8 @@ impl ZSetValue {
             }
             (k, cur?)
         } else {
-            let (k, _) = self.list.prefix(|_, m| !r.gte_min(m));
-            (k, self.at_rank(k)?)
+            let (k, before) = self.list.prefix(|_, m| !r.gte_min(m));
+            (k, self.after(before)?)
         };
         r.lte_max(self.get(id).0).then_some((k, id))
     }
