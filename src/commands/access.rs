@@ -28,26 +28,10 @@ pub fn modify<T, R>(
     f: impl FnOnce(&mut T) -> R,
 ) -> Result<Option<R>, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.ks.get_mut(db, key, now) {
-        None => return Ok(None),
-        Some(entry) => {
-            if pick(&mut entry.value).is_none() {
-                return Err(CmdError::WrongType);
-            }
-        }
+    match ctx.ks.write_position(db, key, now) {
+        None => Ok(None),
+        Some(pos) => modify_at(ctx, key, pos, pick, is_empty, f).map(Some),
     }
-    let mut empty = false;
-    let r = ctx.ks.db_mut(db).modify(key, |entry| {
-        // The type was checked above; the executor is single-threaded, nothing changed since.
-        let value = pick(&mut entry.value)?;
-        let r = f(value);
-        empty = is_empty(value);
-        Some(r)
-    });
-    if empty {
-        ctx.ks.db_mut(db).remove(key);
-    }
-    Ok(r.flatten())
 }
 
 /// Like [`modify`], but creates the key with `create()` first when it is absent.
@@ -60,9 +44,53 @@ pub fn modify_or_create<T, R>(
     f: impl FnOnce(&mut T) -> R,
 ) -> Result<R, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if ctx.ks.get_mut(db, key, now).is_none() {
-        let lru = crate::db::lru_clock(now);
-        ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), create(), None, lru);
+    let pos = ctx.ks.write_position(db, key, now);
+    modify_or_create_at(ctx, key, pos, pick, is_empty, create, f)
+}
+
+/// [`modify_or_create`] with the key's position already looked up (`write_position`, nothing
+/// inserted or removed since), for a command that checked the key itself first (ZADD XX).
+pub fn modify_or_create_at<T, R>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    pos: Option<usize>,
+    pick: fn(&mut Value) -> Option<&mut T>,
+    is_empty: fn(&T) -> bool,
+    create: impl FnOnce() -> Value,
+    f: impl FnOnce(&mut T) -> R,
+) -> Result<R, CmdError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let pos = match pos {
+        Some(pos) => pos,
+        None => {
+            let lru = crate::db::lru_clock(now);
+            ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), create(), None, lru);
+            ctx.ks.write_position(db, key, now).ok_or(CmdError::NoSuchKey)?
+        }
+    };
+    modify_at(ctx, key, pos, pick, is_empty, f)
+}
+
+/// The shared part: one hash lookup per command (the position from `write_position`), the
+/// type check and the change inside `Db::modify_at`, which keeps the memory account.
+fn modify_at<T, R>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    pos: usize,
+    pick: fn(&mut Value) -> Option<&mut T>,
+    is_empty: fn(&T) -> bool,
+    f: impl FnOnce(&mut T) -> R,
+) -> Result<R, CmdError> {
+    let db = ctx.db();
+    let mut empty = false;
+    let r = ctx.ks.db_mut(db).modify_at(pos, |entry| {
+        let value = pick(&mut entry.value).ok_or(CmdError::WrongType)?;
+        let r = f(value);
+        empty = is_empty(value);
+        Ok::<R, CmdError>(r)
+    })?;
+    if empty {
+        ctx.ks.db_mut(db).remove(key);
     }
-    modify(ctx, key, pick, is_empty, f)?.ok_or(CmdError::NoSuchKey)
+    Ok(r)
 }

@@ -10,7 +10,7 @@ pub mod geohash;
 use bytes::Bytes;
 
 use self::geohash::{Shape, ShapeKind, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
-use super::access::{modify_or_create, read};
+use super::access::{modify_or_create_at, read};
 use super::keys::notify_new;
 use super::{CmdError, Ctx};
 use crate::db::zset::ops::{zset_add, AddOut, CH, NX, XX};
@@ -158,18 +158,16 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let key = &args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let exists = match ctx.ks.get_mut(db, key, now) {
-        Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
-        Some(_) => true,
-        None => false,
-    };
+    // One lookup, as ZADD's.
+    let pos = ctx.ks.write_position(db, key, now);
     let (mut added, mut updated) = (0u64, 0u64);
-    if exists || flags & XX == 0 {
+    if pos.is_some() || flags & XX == 0 {
         let lim = limits(ctx);
-        notify_new(ctx, key, !exists);
-        modify_or_create(
+        notify_new(ctx, key, pos.is_none());
+        modify_or_create_at(
             ctx,
             key,
+            pos,
             pick_mut,
             empty,
             || Value::ZSet(Box::default()),

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::keys::{is_absent, notify_del_if_gone, notify_new};
+use super::keys::{notify_del_if_gone, notify_if_new};
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::hash::{HashLimits, HashValue};
 use crate::db::{Keyspace, Value};
@@ -135,8 +135,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<Reply, 
         return Err(CmdError::Other(format!("ERR wrong number of arguments for '{name}' command").into()));
     }
     let limits = limits(ctx);
-    let absent = is_absent(ctx, &args[1]);
-    notify_new(ctx, &args[1], absent);
+    notify_if_new(ctx, &args[1]);
     let created = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         h.check_lengths(args[2..].iter().map(|a| &a[..]), limits);
         args[2..].chunks(2).filter(|p| h.set(&p[0], &p[1], limits)).count()
@@ -166,8 +165,7 @@ pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let limits = limits(ctx);
     let (field, value) = (&args[2][..], &args[3][..]);
-    let absent = is_absent(ctx, &args[1]);
-    notify_new(ctx, &args[1], absent);
+    notify_if_new(ctx, &args[1]);
     let set = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         if h.contains(field) {
             return false;
@@ -265,8 +263,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let incr = arg_i64(&args[3])?;
     let limits = limits(ctx);
     let field = &args[2][..];
-    let absent = is_absent(ctx, &args[1]);
-    notify_new(ctx, &args[1], absent);
+    notify_if_new(ctx, &args[1]);
     let value = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         let old = match h.get(field) {
             Some(v) => parse_i64(v).ok_or_else(|| CmdError::other("ERR hash value is not an integer"))?,
@@ -294,8 +291,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     }
     let limits = limits(ctx);
     let field = &args[2][..];
-    let absent = is_absent(ctx, &args[1]);
-    notify_new(ctx, &args[1], absent);
+    notify_if_new(ctx, &args[1]);
     let data = modify_or_create(ctx, &args[1], pick_mut, HashValue::is_empty, new_hash, |h| {
         let result = match h.get(field) {
             Some(v) => incr_by_float(FloatBase::Str(v), incr),

@@ -565,11 +565,17 @@ pub fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
     Ok(help_reply(help::OBJECT))
 }
 
-/// Whether `key` is absent (expiring it first if its time has come): a command about to
-/// create it then raises `new`, as Redis's `dbAdd` does.
-pub(super) fn is_absent(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+/// Raises `new` if `key` is absent (expiring it first if its time has come): called by a
+/// command about to create it, as Redis's `dbAdd` notifies.
+pub(super) fn notify_if_new(ctx: &mut Ctx<'_>, key: &[u8]) {
+    // Without a listener for `new`, no lookup: the command's own lookup expires the key just
+    // the same, and this one was a second hash of the key on every HSET, SADD and LPUSH.
+    if !ctx.wants_notification(notify::NEW) {
+        return;
+    }
     let (db, now) = (ctx.db(), ctx.now_ms);
-    !ctx.ks.exists(db, key, now)
+    let absent = !ctx.ks.exists(db, key, now);
+    notify_new(ctx, key, absent);
 }
 
 /// Raises `new` (class `n`) if `absent`: call it right before the command creates the key.

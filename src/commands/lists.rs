@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::keys::{is_absent, notify_del_if_gone, notify_new};
+use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::list::ListValue;
 use crate::db::Value;
@@ -101,8 +101,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> Result
             None => return Ok(Reply::Int(0)),
         }
     } else {
-        let absent = is_absent(ctx, key);
-        notify_new(ctx, key, absent);
+        notify_if_new(ctx, key);
         modify_or_create(ctx, key, pick_mut, is_empty, new_list, f)?
     };
     ctx.dirty(items.len() as u64);

@@ -75,10 +75,15 @@ impl Ctx<'_> {
         self.notify_db(class, event, key, db);
     }
 
+    /// Whether an event of `class` would be published (notify-keyspace-events).
+    pub fn wants_notification(&self, class: u32) -> bool {
+        let flags = self.server.notify_flags;
+        flags & class != 0 && flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0
+    }
+
     /// [`Ctx::notify`] for a key of another database (MOVE, COPY DB, SWAPDB).
     pub fn notify_db(&mut self, class: u32, event: &'static str, key: &[u8], db: usize) {
-        let flags = self.server.notify_flags;
-        if flags & class == 0 || flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
+        if !self.wants_notification(class) {
             return;
         }
         self.server.notifications.push(crate::notify::Notification { class, event, db, key: Bytes::copy_from_slice(key) });

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
 use super::hashes::{opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sample_distinct, scan_reply};
-use super::keys::{is_absent, notify_del_if_gone, notify_new};
+use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{CmdError, Ctx};
 use crate::db::set::SetValue;
 use crate::db::{lru_clock, Keyspace, Value};
@@ -62,8 +62,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let max = max_intset(ctx);
     let first = &args[2][..];
     let create = || Value::Set(Box::new(SetValue::for_member(first)));
-    let absent = is_absent(ctx, &args[1]);
-    notify_new(ctx, &args[1], absent);
+    notify_if_new(ctx, &args[1]);
     let added =
         modify_or_create(ctx, &args[1], pick_mut, SetValue::is_empty, create, |s| args[2..].iter().filter(|m| s.add(m, max)).count())?;
     ctx.dirty(added as u64);

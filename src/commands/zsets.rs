@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::access::{modify, modify_or_create, read};
+use super::access::{modify, modify_or_create_at, read};
 use super::keys::{notify_del_if_gone, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
@@ -142,19 +142,18 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
     }
     let key = &args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let exists = match ctx.ks.get_mut(db, key, now) {
-        Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
-        Some(_) => true,
-        None => false,
-    };
+    // One lookup: its position serves the change (a key of another type answers WRONGTYPE
+    // from there, before anything is created).
+    let pos = ctx.ks.write_position(db, key, now);
     let (mut added, mut updated, mut processed, mut last) = (0u64, 0u64, 0u64, 0.0);
     let mut nan = false;
-    if exists || !has(XX) {
+    if pos.is_some() || !has(XX) {
         let lim = limits(ctx);
-        notify_new(ctx, key, !exists);
-        modify_or_create(
+        notify_new(ctx, key, pos.is_none());
+        modify_or_create_at(
             ctx,
             key,
+            pos,
             pick_mut,
             empty,
             || Value::ZSet(Box::default()),
