@@ -70,17 +70,31 @@ pub fn format_double(d: f64) -> String {
     String::from_utf8_lossy(format_double_into(d, &mut buf)).into_owned()
 }
 
-/// Formats an integer without allocating (the reply encoder's hottest path).
+/// "00" to "99", for writing two digits per division.
+const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Formats an integer without allocating (the reply encoder's hottest path: every integer
+/// reply and every bulk length). Two digits per division by 100, as itoa does.
 pub fn format_i64_into(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut v = n.unsigned_abs();
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        let d = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    }
+    if v >= 10 {
+        let d = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     if n < 0 {
         i -= 1;
@@ -251,6 +265,24 @@ pub fn sds_repr(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_format_as_to_string_does() {
+        let mut values = vec![0, 9, 10, 99, 100, 101, 999, 1000, i64::MAX, i64::MIN, i64::MIN + 1];
+        let mut p = 1i64;
+        for _ in 0..18 {
+            p *= 10;
+            values.extend([p - 1, p, p + 1, -(p - 1), -p, -(p + 1)]);
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x = xorshift(x);
+            values.push(x as i64 >> (x % 63));
+        }
+        for v in values {
+            assert_eq!(format_i64_into(v, &mut [0; 20]), v.to_string().as_bytes(), "{v}");
+        }
+    }
 
     #[test]
     fn string2ll_rules() {
