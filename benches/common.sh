@@ -1,5 +1,13 @@
 # Helpers shared by the comparison scripts (sourced, not run).
 
+# PIN=1 (the default on a machine of 2 cores or more): servers run on CPU 1 and the benchmark
+# client on CPU 0 (`"${SERVER_CPU[@]}" redis-server ...`, `"${CLIENT_CPU[@]}" redis-benchmark
+# ...`), so that the scheduler does not put the client on the server's core for part of one
+# run only. PIN=0 runs everything unpinned.
+if [ "$(nproc)" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
+SERVER_CPU=() CLIENT_CPU=()
+if [ "$PIN" = 1 ]; then SERVER_CPU=(taskset -c 1); CLIENT_CPU=(taskset -c 0); fi
+
 # A free TCP port on loopback.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -7,6 +7,7 @@
 #   multi_5_incr   MULTI, 5 x INCR, EXEC (examples/txbench: redis-benchmark cannot send one)
 # Usage: benches/compare-aof.sh [requests] [rounds] [policies...]
 # Each row runs `rounds` times per server, alternating; the best of each is reported.
+# Servers and client are pinned as benches/common.sh says (PIN=0 to turn it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -23,21 +24,21 @@ trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 rps() {
   local p=$1 n=$2; shift 2
-  { redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
+  { "${CLIENT_CPU[@]}" redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
 }
 t_set() { rps "$1" "$N" -t set; }
 t_incr() { rps "$1" "$N" -t incr; }
 t_evalsha() { local sha; sha=$(redis-cli -p "$1" script load "return redis.call('incr', KEYS[1])"); rps "$1" "$N" EVALSHA "$sha" 1 counter; }
 t_hold() { local sha; sha=$(redis-cli -p "$1" script load "$(cat data/scripts/ticket_hold.lua)"); rps "$1" "$N" EVALSHA "$sha" 3 'event:{1}' 'event:{1}:holds' 'event:{1}:hold_qty' 'cust:__rand_int__' 2 600000 1; }
-t_multi() { target/release/examples/txbench "$1" "$CLIENTS" $((N / CLIENTS / 5)); }
+t_multi() { "${CLIENT_CPU[@]}" target/release/examples/txbench "$1" "$CLIENTS" $((N / CLIENTS / 5)); }
 
 printf '%-22s %12s %12s %7s\n' test redis vermilion ratio
 for POLICY in "${POLICIES[@]}"; do
   RPORT=$(port); VPORT=$(port)
   mkdir -p "$WORK/r-$POLICY" "$WORK/v-$POLICY"
-  setsid redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync "$POLICY" --dir "$WORK/r-$POLICY" >/dev/null 2>&1 &
+  setsid "${SERVER_CPU[@]}" redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync "$POLICY" --dir "$WORK/r-$POLICY" >/dev/null 2>&1 &
   PIDS+=($!)
-  setsid target/release/vermilion-server --port "$VPORT" --appendonly yes --appendfsync "$POLICY" --dir "$WORK/v-$POLICY" >/dev/null 2>&1 &
+  setsid "${SERVER_CPU[@]}" target/release/vermilion-server --port "$VPORT" --appendonly yes --appendfsync "$POLICY" --dir "$WORK/v-$POLICY" >/dev/null 2>&1 &
   PIDS+=($!)
   for p in "$RPORT" "$VPORT"; do
     ready "$p"

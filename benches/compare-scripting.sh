@@ -6,6 +6,7 @@
 #   calls_100     a script doing 100 redis.call (INCR) per run
 # Usage: benches/compare-scripting.sh [requests] [clients] [rounds]
 # Each row runs `rounds` times per server, alternating; the best of each is reported.
+# Servers and client are pinned as benches/common.sh says (PIN=0 to turn it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -15,9 +16,9 @@ cargo build --release --quiet --bin vermilion-server
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
-setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid "${SERVER_CPU[@]}" redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 RPID=$!
-setsid target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid "${SERVER_CPU[@]}" target/release/vermilion-server --port "$VPORT" --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 VPID=$!
 trap 'kill $RPID $VPID 2>/dev/null; rm -rf "$WORK"' EXIT
 for p in "$RPORT" "$VPORT"; do
@@ -37,7 +38,7 @@ done
 # rps PORT N ARGS... : requests per second reported by redis-benchmark.
 rps() {
   local p=$1 n=$2; shift 2
-  { redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
+  { "${CLIENT_CPU[@]}" redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'
 }
 
 row() {

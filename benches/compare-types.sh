@@ -9,9 +9,8 @@
 # of Redis's used_memory and of Vermilion's resident set size (what the process really holds).
 #
 # Each row is the best of ROUNDS runs per server, alternating. With PIN=1 (the default on a
-# machine of 2 cores or more) both servers run on CPU 1 and redis-benchmark on CPU 0, so that
-# the scheduler does not put the client on the server's core for part of one run only (on
-# the 2-core VM this moved single rows by 15-25% from run to run).
+# machine of 2 cores or more, see benches/common.sh) both servers run on CPU 1 and
+# redis-benchmark on CPU 0 (unpinned, single rows moved by 15-25% from run to run here).
 #
 # Usage: benches/compare-types.sh [requests-per-test] [clients]
 #   env: PIPELINES (default "1 16"), ROUNDS (default 3), PIN, GEO_MEMBERS,
@@ -24,9 +23,6 @@ PIPELINES=${PIPELINES:-"1 16"}
 GEO_MEMBERS=${GEO_MEMBERS:-1000000}
 MEM_KEYS=${MEM_KEYS:-1000000}
 ROUNDS=${ROUNDS:-3}
-if [ "$(nproc)" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
-SERVER_CPU=() CLIENT_CPU=()
-if [ "$PIN" = 1 ]; then SERVER_CPU=(taskset -c 1); CLIENT_CPU=(taskset -c 0); fi
 
 cargo build --release --quiet --bin vermilion-server
 . benches/common.sh
