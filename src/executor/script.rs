@@ -196,19 +196,22 @@ impl Executor {
 }
 
 impl ScriptHost for ScriptBridge<'_> {
-    fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
+    fn call(&mut self, argv: &mut Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
         let cmd = match self.exec.script_command {
             Some((name, len, cmd)) if argv[0] == name[..len as usize] && cmd.arity_ok(argv.len()) => cmd,
-            _ => match commands::resolve(&argv) {
+            _ => match commands::resolve(argv) {
                 Resolved::Found(cmd) => {
                     // A subcommand depends on more than the name: not cached.
                     if cmd.subcommands.is_empty() && !cmd.name.contains('|') && argv[0].len() <= 16 {
                         let mut name = [0u8; 16];
                         name[..argv[0].len()].copy_from_slice(&argv[0]);
                         self.exec.script_command = Some((name, argv[0].len() as u8, cmd));
+                        if argv[0] == cmd.name.as_bytes() {
+                            crate::scripting::remember_command_name(cmd.name);
+                        }
                     }
                     cmd
                 }
@@ -219,7 +222,7 @@ impl ScriptHost for ScriptBridge<'_> {
         if cmd.has(Flag::NoScript) {
             return Reply::error("ERR This Redis command is not allowed from script");
         }
-        if let Err(refusal) = self.exec.acl_check(self.client, cmd, &argv) {
+        if let Err(refusal) = self.exec.acl_check(self.client, cmd, argv) {
             return refusal;
         }
         let write = cmd.has(Flag::Write);
@@ -246,7 +249,7 @@ impl ScriptHost for ScriptBridge<'_> {
         let db = self.client.db;
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
-        let (mut reply, _) = self.exec.run_command(self.client, cmd, &argv, None);
+        let (mut reply, _) = self.exec.run_command(self.client, cmd, argv, None);
         // Keys the command expired (or memory evicted) go before its write, in order.
         for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {
             self.outcome.deletions.push(self.outcome.effects.len());
@@ -260,9 +263,9 @@ impl ScriptHost for ScriptBridge<'_> {
             self.outcome.wrote = true;
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).
             if self.effects {
-                match super::persist::rewritten(cmd, &argv, &reply, &self.exec.ks, db) {
+                match super::persist::rewritten(cmd, argv, &reply, &self.exec.ks, db) {
                     Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
-                    None => self.outcome.effects.push(Effect { db, argv, repl }),
+                    None => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
                 }
             }
         }

@@ -297,19 +297,38 @@ fn set_pending(value: Option<Reply>) {
 /// Runs the command whose argv is on the stack; leaves its reply (or the argument error) in
 /// `PENDING`. Returns whether the reply converts by RESP3.
 unsafe fn run_command(l: *mut lua_State) -> bool {
-    let (reply, resp3) = match command_argv(l) {
+    let mut argv = ARGV.take();
+    let (reply, resp3) = match command_argv(l, &mut argv) {
         Err(e) => (Reply::Error(e.text().into()), false),
-        Ok(argv) => match ACTIVE.get() {
+        Ok(()) => match ACTIVE.get() {
             None => (Reply::error("ERR redis.call() is only available while a script runs"), false),
             Some(active) => {
                 // SAFETY: see `activate`.
-                let reply = (*active.host).call(argv, active.resp, active.repl);
+                let reply = (*active.host).call(&mut argv, active.resp, active.repl);
                 (reply, active.resp == ProtocolVersion::Resp3)
             }
         },
     };
+    argv.clear();
+    ARGV.set(argv);
     set_pending(Some(reply));
     resp3
+}
+
+thread_local! {
+    /// The argument vector of `redis.call`, kept between calls (its allocation, not its
+    /// contents).
+    static ARGV: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
+    /// The name of the last command run from a script, as the command table spells it: a
+    /// script passing the same bytes gets this static name as `argv[0]` instead of a copy
+    /// (an allocation and a free per call of a 100-call script).
+    static COMMAND_NAME: Cell<&'static [u8]> = const { Cell::new(b"") };
+}
+
+/// Tells the argument reader the table's spelling of the command just run (see
+/// `COMMAND_NAME`); the host calls it when the script spelled it the same way.
+pub fn remember_command_name(name: &'static str) {
+    COMMAND_NAME.set(name.as_bytes());
 }
 
 /// Why a `redis.call` argument list is unusable.
@@ -336,25 +355,27 @@ impl std::fmt::Display for ArgvError {
 
 /// The Lua arguments on the stack as a command's argv: strings as they are, numbers as
 /// `%.17g` (Lua 5.1 numbers are doubles: 1e17 is "1e+17", as Redis formats every one).
-unsafe fn command_argv(l: *mut lua_State) -> Result<Vec<Bytes>, ArgvError> {
+unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), ArgvError> {
     let n = ffi::lua_gettop(l);
     if n == 0 {
         return Err(ArgvError::Empty);
     }
-    let mut argv = Vec::with_capacity(n as usize);
+    argv.reserve(n as usize);
+    let name = COMMAND_NAME.get();
     for i in 1..=n {
         match ffi::lua_type(l, i) {
             ffi::LUA_TSTRING => {
                 let mut len = 0;
                 // A string argument: no conversion, so nothing allocated or raised.
                 let p = ffi::lua_tolstring(l, i, &mut len);
-                argv.push(Bytes::copy_from_slice(std::slice::from_raw_parts(p as *const u8, len)));
+                let arg = std::slice::from_raw_parts(p as *const u8, len);
+                argv.push(if i == 1 && arg == name { Bytes::from_static(name) } else { Bytes::copy_from_slice(arg) });
             }
             ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::format_double(ffi::lua_tonumber(l, i)))),
             _ => return Err(ArgvError::BadType),
         }
     }
-    Ok(argv)
+    Ok(())
 }
 
 /// `redis.acl_check_cmd`'s arguments (same rules as `redis.call`'s).

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Value, VmState};
 use sha1::{Digest, Sha1};
 
-pub use api::REPL_AOF;
+pub use api::{remember_command_name, REPL_AOF};
 pub use watch::{KillOutcome, RunningFunction, ScriptWatch};
 
 use crate::protocol::{ProtocolVersion, Reply};
@@ -49,8 +49,9 @@ pub const HOOK_INSTRUCTIONS: u32 = 100_000;
 /// What a script runs its commands through (the executor implements it).
 pub trait ScriptHost {
     /// Runs one `redis.call`/`redis.pcall` command with the script rules; an error is a
-    /// `Reply::Error` with its code word.
-    fn call(&mut self, argv: Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply;
+    /// `Reply::Error` with its code word. `argv` is the caller's reused vector: the host may
+    /// take its contents (to keep them), and the caller empties it afterwards.
+    fn call(&mut self, argv: &mut Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply;
     /// Whether `argv` names a known command (`redis.acl_check_cmd`).
     fn command_exists(&mut self, argv: &[Bytes]) -> bool;
     /// The script is past `busy-reply-threshold` and other clients were just let in: what
