@@ -61,6 +61,23 @@ fn a_read_only_script_wrote_nothing() {
     assert!(!outcome.wrote && outcome.effects.is_empty());
 }
 
+/// redis.call reuses the name of the previous command when the script spells it the same
+/// way (a static or shared argv[0]): every spelling still reaches the effects as written.
+#[test]
+fn command_names_keep_the_scripts_spelling() {
+    let mut h = Harness::new();
+    let body = "for i = 1, 2 do redis.call('incr', 'a') redis.call('INCR', 'a') redis.call('Incr', 'a') redis.call('incr', 'a') end \
+                redis.call('SET', 'b', 'x') redis.call('SET', 'b', 'y') return redis.call('get', 'a')";
+    let (reply, outcome) = h.eval(body);
+    assert_eq!(reply, b"$1\r\n8\r\n");
+    let names: Vec<&[u8]> = outcome.effects.iter().map(|e| &e.argv[0][..]).collect();
+    let spelled: [&[u8]; 4] = [b"incr", b"INCR", b"Incr", b"incr"];
+    let mut want: Vec<&[u8]> = spelled.iter().chain(spelled.iter()).copied().collect();
+    want.extend([&b"SET"[..], b"SET"]);
+    assert_eq!(names, want);
+    assert_eq!(outcome.effects[9].argv[2], Bytes::from_static(b"y"));
+}
+
 #[test]
 fn effects_are_recorded_in_order_with_their_database() {
     let mut h = Harness::new();

@@ -209,9 +209,7 @@ impl ScriptHost for ScriptBridge<'_> {
                         let mut name = [0u8; 16];
                         name[..argv[0].len()].copy_from_slice(&argv[0]);
                         self.exec.script_command = Some((name, argv[0].len() as u8, cmd));
-                        if argv[0] == cmd.name.as_bytes() {
-                            crate::scripting::remember_command_name(cmd.name);
-                        }
+                        crate::scripting::remember_command_name(cmd.name, &argv[0]);
                     }
                     cmd
                 }

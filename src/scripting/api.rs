@@ -6,7 +6,7 @@
 //! [`ScriptHost`](super::ScriptHost); the reply comes back converted by `convert.rs`.
 //! `redis.call` raises an error reply as Redis's error table; `redis.pcall` returns it.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_int;
 
 use bytes::Bytes;
@@ -319,16 +319,39 @@ thread_local! {
     /// The argument vector of `redis.call`, kept between calls (its allocation, not its
     /// contents).
     static ARGV: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
-    /// The name of the last command run from a script, as the command table spells it: a
-    /// script passing the same bytes gets this static name as `argv[0]` instead of a copy
-    /// (an allocation and a free per call of a 100-call script).
+    /// The name of the last command run from a script when the script spelled it as the
+    /// command table does (lowercase): a script passing the same bytes again gets it as a
+    /// static `argv[0]` instead of a copy (an allocation and a free per call).
     static COMMAND_NAME: Cell<&'static [u8]> = const { Cell::new(b"") };
+    /// The same for any other spelling ('INCR'), kept shared: a clone is a reference count.
+    static COMMAND_SPELLING: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
 }
 
-/// Tells the argument reader the table's spelling of the command just run (see
-/// `COMMAND_NAME`); the host calls it when the script spelled it the same way.
-pub fn remember_command_name(name: &'static str) {
-    COMMAND_NAME.set(name.as_bytes());
+/// Tells the argument reader the command just run, `spelled` as the script wrote it and
+/// `name` as the command table does (see `COMMAND_NAME`).
+pub fn remember_command_name(name: &'static str, spelled: &Bytes) {
+    if spelled[..] == *name.as_bytes() {
+        COMMAND_NAME.set(name.as_bytes());
+    } else {
+        COMMAND_NAME.set(b"");
+        COMMAND_SPELLING.with(|s| *s.borrow_mut() = spelled.clone());
+    }
+}
+
+/// `argv[0]` for the name `arg`: the remembered name when it is the same bytes, else a copy.
+fn command_name_arg(arg: &[u8]) -> Bytes {
+    let name = COMMAND_NAME.get();
+    if arg == name && !name.is_empty() {
+        return Bytes::from_static(name);
+    }
+    COMMAND_SPELLING.with(|s| {
+        let s = s.borrow();
+        if arg == &s[..] {
+            s.clone()
+        } else {
+            Bytes::copy_from_slice(arg)
+        }
+    })
 }
 
 /// Why a `redis.call` argument list is unusable.
@@ -361,7 +384,6 @@ unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), A
         return Err(ArgvError::Empty);
     }
     argv.reserve(n as usize);
-    let name = COMMAND_NAME.get();
     for i in 1..=n {
         match ffi::lua_type(l, i) {
             ffi::LUA_TSTRING => {
@@ -369,7 +391,7 @@ unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), A
                 // A string argument: no conversion, so nothing allocated or raised.
                 let p = ffi::lua_tolstring(l, i, &mut len);
                 let arg = std::slice::from_raw_parts(p as *const u8, len);
-                argv.push(if i == 1 && arg == name { Bytes::from_static(name) } else { Bytes::copy_from_slice(arg) });
+                argv.push(if i == 1 { command_name_arg(arg) } else { Bytes::copy_from_slice(arg) });
             }
             ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::format_double(ffi::lua_tonumber(l, i)))),
             _ => return Err(ArgvError::BadType),
