@@ -5,6 +5,7 @@
 
 use vermilion::db::zset::ops::zset_add;
 use vermilion::db::zset::ZSetValue;
+use vermilion::util::xorshift;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -13,9 +14,7 @@ fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
+        rng = xorshift(rng);
         rng
     };
     let mut z = ZSetValue::new_skiplist();

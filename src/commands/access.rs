@@ -44,23 +44,7 @@ pub fn modify_or_create<T, R>(
     f: impl FnOnce(&mut T) -> R,
 ) -> Result<R, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let pos = ctx.ks.write_position(db, key, now);
-    modify_or_create_at(ctx, key, pos, pick, is_empty, create, f)
-}
-
-/// [`modify_or_create`] with the key's position already looked up (`write_position`, nothing
-/// inserted or removed since), for a command that checked the key itself first (ZADD XX).
-pub fn modify_or_create_at<T, R>(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    pos: Option<usize>,
-    pick: fn(&mut Value) -> Option<&mut T>,
-    is_empty: fn(&T) -> bool,
-    create: impl FnOnce() -> Value,
-    f: impl FnOnce(&mut T) -> R,
-) -> Result<R, CmdError> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let pos = match pos {
+    let pos = match ctx.ks.write_position(db, key, now) {
         Some(pos) => pos,
         None => {
             let lru = crate::db::lru_clock(now);

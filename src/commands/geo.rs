@@ -10,7 +10,7 @@ pub mod geohash;
 use bytes::Bytes;
 
 use self::geohash::{Shape, ShapeKind, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
-use super::access::{modify_or_create_at, read};
+use super::access::read;
 use super::keys::notify_new;
 use super::{CmdError, Ctx};
 use crate::db::zset::ops::{zset_add, AddOut, CH, NX, XX};
@@ -21,7 +21,7 @@ use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{parse_f64, parse_i64};
 
 // Geo keys are sorted sets: the same typed access as the sorted-set commands.
-use super::zsets::{empty, limits, pick, pick_mut};
+use super::zsets::{add_to_zset, limits, pick};
 use crate::util::opt_is;
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
@@ -157,31 +157,17 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Err(CmdError::Syntax);
     }
     let key = &args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    // One lookup, as ZADD's.
-    let pos = ctx.ks.write_position(db, key, now);
     let (mut added, mut updated) = (0u64, 0u64);
-    if pos.is_some() || flags & XX == 0 {
-        let lim = limits(ctx);
-        notify_new(ctx, key, pos.is_none());
-        modify_or_create_at(
-            ctx,
-            key,
-            pos,
-            pick_mut,
-            empty,
-            || Value::ZSet(Box::default()),
-            |z| {
-                for (score, member) in &points {
-                    match zset_add(z, *score, member, flags, lim) {
-                        AddOut::Added(_) => added += 1,
-                        AddOut::Updated(_) => updated += 1,
-                        _ => {}
-                    }
-                }
-            },
-        )?;
-    }
+    let lim = limits(ctx);
+    add_to_zset(ctx, key, flags & XX != 0, |z| {
+        for (score, member) in &points {
+            match zset_add(z, *score, member, flags, lim) {
+                AddOut::Added(_) => added += 1,
+                AddOut::Updated(_) => updated += 1,
+                _ => {}
+            }
+        }
+    })?;
     ctx.dirty(added + updated);
     // Redis runs GEOADD as a ZADD.
     if added + updated > 0 {

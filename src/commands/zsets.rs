@@ -7,8 +7,8 @@
 
 use bytes::Bytes;
 
-use super::access::{modify, modify_or_create_at, read};
-use super::keys::{notify_del_if_gone, notify_new};
+use super::access::{modify, modify_or_create, read};
+use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
 use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
@@ -37,6 +37,18 @@ pub(super) fn empty(z: &ZSetValue) -> bool {
 }
 
 /// The listpack limits (cached in `ServerState::encoding_limits`).
+/// The change of ZADD and GEOADD: `f` on the sorted set at `key`, which is created first
+/// unless `xx` (then an absent key is left alone). One key lookup either way.
+pub(super) fn add_to_zset(ctx: &mut Ctx<'_>, key: &[u8], xx: bool, f: impl FnOnce(&mut ZSetValue)) -> Result<(), CmdError> {
+    if xx {
+        modify(ctx, key, pick_mut, empty, f)?;
+    } else {
+        notify_if_new(ctx, key);
+        modify_or_create(ctx, key, pick_mut, empty, || Value::ZSet(Box::default()), f)?;
+    }
+    Ok(())
+}
+
 pub(super) fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
     let l = &ctx.server.encoding_limits;
     (l.zset_entries, l.zset_value)
@@ -141,45 +153,30 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
         pairs.push((parse_f64(&p[0]).ok_or(CmdError::NotFloat)?, &p[1]));
     }
     let key = &args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    // One lookup: its position serves the change (a key of another type answers WRONGTYPE
-    // from there, before anything is created).
-    let pos = ctx.ks.write_position(db, key, now);
     let (mut added, mut updated, mut processed, mut last) = (0u64, 0u64, 0u64, 0.0);
     let mut nan = false;
-    if pos.is_some() || !has(XX) {
-        let lim = limits(ctx);
-        notify_new(ctx, key, pos.is_none());
-        modify_or_create_at(
-            ctx,
-            key,
-            pos,
-            pick_mut,
-            empty,
-            || Value::ZSet(Box::default()),
-            |z| {
-                for (score, member) in &pairs {
-                    match zset_add(z, *score, member, flags, lim) {
-                        AddOut::Nan => {
-                            nan = true;
-                            return;
-                        }
-                        AddOut::Nop => continue,
-                        AddOut::Added(s) => {
-                            added += 1;
-                            last = s;
-                        }
-                        AddOut::Updated(s) => {
-                            updated += 1;
-                            last = s;
-                        }
-                        AddOut::Unchanged(s) => last = s,
-                    }
-                    processed += 1;
+    let lim = limits(ctx);
+    add_to_zset(ctx, key, has(XX), |z| {
+        for (score, member) in &pairs {
+            match zset_add(z, *score, member, flags, lim) {
+                AddOut::Nan => {
+                    nan = true;
+                    return;
                 }
-            },
-        )?;
-    }
+                AddOut::Nop => continue,
+                AddOut::Added(s) => {
+                    added += 1;
+                    last = s;
+                }
+                AddOut::Updated(s) => {
+                    updated += 1;
+                    last = s;
+                }
+                AddOut::Unchanged(s) => last = s,
+            }
+            processed += 1;
+        }
+    })?;
     ctx.dirty(added + updated);
     if added + updated > 0 {
         ctx.notify(notify::ZSET, if has(INCR) { "zincr" } else { "zadd" }, key);

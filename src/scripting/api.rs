@@ -319,35 +319,26 @@ thread_local! {
     /// The argument vector of `redis.call`, kept between calls (its allocation, not its
     /// contents).
     static ARGV: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
-    /// The name of the last command run from a script when the script spelled it as the
-    /// command table does (lowercase): a script passing the same bytes again gets it as a
-    /// static `argv[0]` instead of a copy (an allocation and a free per call).
-    static COMMAND_NAME: Cell<&'static [u8]> = const { Cell::new(b"") };
-    /// The same for any other spelling ('INCR'), kept shared: a clone is a reference count.
-    static COMMAND_SPELLING: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
+    /// The name of the last command run from a script, as the script spelled it: a script
+    /// passing the same bytes again gets a clone of it as `argv[0]` instead of a copy (an
+    /// allocation and a free per call). Static when spelled as the command table spells it
+    /// (lowercase), shared otherwise ('INCR'), so a clone allocates nothing.
+    static COMMAND_NAME: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
 }
 
 /// Tells the argument reader the command just run, `spelled` as the script wrote it and
 /// `name` as the command table does (see `COMMAND_NAME`).
 pub fn remember_command_name(name: &'static str, spelled: &Bytes) {
-    if spelled[..] == *name.as_bytes() {
-        COMMAND_NAME.set(name.as_bytes());
-    } else {
-        COMMAND_NAME.set(b"");
-        COMMAND_SPELLING.with(|s| *s.borrow_mut() = spelled.clone());
-    }
+    let kept = if spelled[..] == *name.as_bytes() { Bytes::from_static(name.as_bytes()) } else { spelled.clone() };
+    COMMAND_NAME.with(|n| *n.borrow_mut() = kept);
 }
 
 /// `argv[0]` for the name `arg`: the remembered name when it is the same bytes, else a copy.
 fn command_name_arg(arg: &[u8]) -> Bytes {
-    let name = COMMAND_NAME.get();
-    if arg == name && !name.is_empty() {
-        return Bytes::from_static(name);
-    }
-    COMMAND_SPELLING.with(|s| {
-        let s = s.borrow();
-        if arg == &s[..] {
-            s.clone()
+    COMMAND_NAME.with(|name| {
+        let name = name.borrow();
+        if arg == &name[..] {
+            name.clone()
         } else {
             Bytes::copy_from_slice(arg)
         }
