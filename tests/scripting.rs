@@ -64,6 +64,15 @@ const CASES: &[Case] = &[
     c("return {map={a=1}}", &["0"]),
     c("return {set={a=true}}", &["0"]),
     c("return {verbatim_string={format='txt', string='hello'}}", &["0"]),
+    c("return {verbatim_string={format='mkd', string='# hi'}}", &["0"]),
+    c("return {verbatim_string={format='txt'}, 7}", &["0"]),
+    c("return {1, 2, x='y', [4]=5}", &["0"]),
+    c("return {map={a={set={x=true}}, [1]={double=2}}, 3}", &["0"]),
+    c("return {err={}}", &["0"]),
+    c("return {ok=true, 5}", &["0"]),
+    c("return {double=true, 5}", &["0"]),
+    c("return {1, {err='inner'}, {ok='st'}, {big_number='12'}}", &["0"]),
+    c("redis.setresp(3) return {true, false, {double=0.5}, {map={k='v'}}}", &["0"]),
     c("return function() end", &["0"]),
     c("return coroutine.create(function() end)", &["0"]),
     c("return {1, function() end, 3}", &["0"]),
@@ -350,6 +359,44 @@ fn eval_replies_match_redis_in_resp2_and_resp3() {
     }
     assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
     assert!(d.count >= 2 * CASES.len());
+}
+
+/// A table nested past Lua's C stack ends, 7,995 levels down, in `reached lua stack limit`
+/// on both servers, byte for byte. Read raw: the reply is too deep for a recursive parser.
+#[test]
+fn deeply_nested_returns_are_cut_where_redis_cuts_them() {
+    use std::io::{Read, Write};
+    let d = DiffPair::start();
+    let bodies = [
+        "local t = {} t[1] = t return t",
+        "local t = {} t[1] = t t[2] = 'x' return t",
+        "local t = {} t[1] = {1, t} return t",
+        "local t = {} local c = t for i = 1, 7993 do c[1] = {} c = c[1] end c[1] = 'leaf' return t",
+        "local t = {} local c = t for i = 1, 7994 do c[1] = {} c = c[1] end c[1] = 'leaf' return t",
+    ];
+    let end = b"-ERR reached lua stack limit\r\n";
+    for body in bodies {
+        let mut replies = Vec::new();
+        for port in [d.redis.port, d.ours.port] {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
+            s.write_all(&common::diff::encode_cmd(&["EVAL", body, "0"])).expect("send");
+            s.write_all(b"PING\r\n").expect("send");
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            while !got.ends_with(b"+PONG\r\n") {
+                let n = s.read(&mut buf).expect("read");
+                assert!(n > 0, "closed after {} bytes", got.len());
+                got.extend_from_slice(&buf[..n]);
+            }
+            replies.push(got);
+        }
+        assert!(replies[0].len() > 30_000, "{body}: redis sent {} bytes", replies[0].len());
+        assert_eq!(replies[0].len(), replies[1].len(), "{body}");
+        assert!(replies[0] == replies[1], "{body}: same length, different bytes");
+        let cut = replies[0].windows(end.len()).any(|w| w == end);
+        assert_eq!(cut, !body.contains("7993"), "{body}");
+    }
 }
 
 #[test]

@@ -195,10 +195,9 @@ pub struct Executor {
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
     clock_mark: Option<Instant>,
-    /// The last command a script called (one without subcommands), by the name as the
-    /// script wrote it: scripts call the same few commands over and over, and the same name
-    /// resolves to the same command (a byte compare costs less than a lookup).
-    script_command: Option<([u8; 16], u8, &'static crate::commands::CommandSpec)>,
+    /// The last commands scripts called (those without subcommands), by the name as the
+    /// script wrote it: the same name resolves to the same command.
+    script_commands: crate::scripting::names::NameCache<&'static crate::commands::CommandSpec, 8>,
     /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
     anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
@@ -219,6 +218,9 @@ const REWRITE_SLICE_US: u64 = 500;
 
 /// Requests handled per turn before replies are released (bounds reply latency).
 const MAX_BATCH: usize = 4096;
+
+/// The executor thread's stack.
+const EXECUTOR_STACK: usize = 64 << 20;
 
 impl Executor {
     pub fn new(config: Config) -> Self {
@@ -262,7 +264,7 @@ impl Executor {
             now_ms: crate::clock::now_ms(),
             clock_mark: None,
             anchor: crate::clock::Anchor::now(),
-            script_command: None,
+            script_commands: Default::default(),
             memory_released_ms: 0,
             purge_memory: false,
         }
@@ -280,7 +282,10 @@ impl Executor {
         // The executor is built on its own thread: the Lua state may not cross threads.
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let wake_tx = tx.clone();
-        let join = std::thread::Builder::new().name("executor".into()).spawn(move || {
+        // A script may return a table nested 7,995 levels deep (Redis's limit, see
+        // `scripting::convert`): converting, encoding and dropping that reply recurse once per
+        // level, past the default 2 MB. Only the pages used are committed.
+        let join = std::thread::Builder::new().name("executor".into()).stack_size(EXECUTOR_STACK).spawn(move || {
             let mut exec = Executor::new(config);
             exec.wake_tx = Some(wake_tx);
             let _ = ready_tx.send((exec.server.limits.clone(), exec.server.script_watch.clone()));

@@ -200,15 +200,14 @@ impl ScriptHost for ScriptBridge<'_> {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
-        let cmd = match self.exec.script_command {
-            Some((name, len, cmd)) if argv[0] == name[..len as usize] && cmd.arity_ok(argv.len()) => cmd,
-            _ => match commands::resolve(argv) {
+        let cached = self.exec.script_commands.get(&argv[0]).copied().filter(|cmd| cmd.arity_ok(argv.len()));
+        let cmd = match cached {
+            Some(cmd) => cmd,
+            None => match commands::resolve(argv) {
                 Resolved::Found(cmd) => {
                     // A subcommand depends on more than the name: not cached.
-                    if cmd.subcommands.is_empty() && !cmd.name.contains('|') && argv[0].len() <= 16 {
-                        let mut name = [0u8; 16];
-                        name[..argv[0].len()].copy_from_slice(&argv[0]);
-                        self.exec.script_command = Some((name, argv[0].len() as u8, cmd));
+                    if cmd.subcommands.is_empty() && !cmd.name.contains('|') {
+                        self.exec.script_commands.insert(&argv[0], cmd);
                         crate::scripting::remember_command_name(cmd.name, &argv[0]);
                     }
                     cmd

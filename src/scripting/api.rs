@@ -14,6 +14,7 @@ use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Value, Variadic};
 
 use super::convert::error_table;
+use super::names::NameCache;
 use super::shim::table_error_fn;
 use super::ScriptHost;
 use crate::protocol::{ProtocolVersion, Reply};
@@ -319,30 +320,23 @@ thread_local! {
     /// The argument vector of `redis.call`, kept between calls (its allocation, not its
     /// contents).
     static ARGV: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
-    /// The name of the last command run from a script, as the script spelled it: a script
-    /// passing the same bytes again gets a clone of it as `argv[0]` instead of a copy (an
-    /// allocation and a free per call). Static when spelled as the command table spells it
-    /// (lowercase), shared otherwise ('INCR'), so a clone allocates nothing.
-    static COMMAND_NAME: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
+    /// The names of the last commands run from scripts, as the scripts spelled them: a
+    /// script passing the same bytes again gets a clone of one as `argv[0]` instead of a
+    /// copy (an allocation and a free per call). Static when spelled as the command table
+    /// spells it (lowercase), shared otherwise ('INCR'), so a clone allocates nothing.
+    static COMMAND_NAMES: RefCell<NameCache<Bytes, 8>> = RefCell::new(NameCache::new());
 }
 
-/// Tells the argument reader the command just run, `spelled` as the script wrote it and
-/// `name` as the command table does (see `COMMAND_NAME`).
+/// Tells the argument reader a command run from a script, `spelled` as the script wrote it
+/// and `name` as the command table does (see `COMMAND_NAMES`).
 pub fn remember_command_name(name: &'static str, spelled: &Bytes) {
     let kept = if spelled[..] == *name.as_bytes() { Bytes::from_static(name.as_bytes()) } else { spelled.clone() };
-    COMMAND_NAME.with(|n| *n.borrow_mut() = kept);
+    COMMAND_NAMES.with(|n| n.borrow_mut().insert(spelled, kept));
 }
 
-/// `argv[0]` for the name `arg`: the remembered name when it is the same bytes, else a copy.
+/// `argv[0]` for the name `arg`: a remembered name when it is the same bytes, else a copy.
 fn command_name_arg(arg: &[u8]) -> Bytes {
-    COMMAND_NAME.with(|name| {
-        let name = name.borrow();
-        if arg == &name[..] {
-            name.clone()
-        } else {
-            Bytes::copy_from_slice(arg)
-        }
-    })
+    COMMAND_NAMES.with(|names| names.borrow().get(arg).cloned()).unwrap_or_else(|| Bytes::copy_from_slice(arg))
 }
 
 /// Why a `redis.call` argument list is unusable.
@@ -384,7 +378,10 @@ unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), A
                 let arg = std::slice::from_raw_parts(p as *const u8, len);
                 argv.push(if i == 1 { command_name_arg(arg) } else { Bytes::copy_from_slice(arg) });
             }
-            ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::format_double(ffi::lua_tonumber(l, i)))),
+            ffi::LUA_TNUMBER => {
+                let mut buf = [0u8; 64];
+                argv.push(Bytes::copy_from_slice(crate::util::format_double_into(ffi::lua_tonumber(l, i), &mut buf)));
+            }
             _ => return Err(ArgvError::BadType),
         }
     }

@@ -14,13 +14,18 @@ use std::ffi::{c_char, c_int, CStr};
 
 use bytes::Bytes;
 use mlua::ffi::{self, lua_State};
-use mlua::{Lua, Table, Value};
+use mlua::{Lua, Value};
 
 use crate::commands::sanitize;
 use crate::protocol::{ProtocolVersion, Reply};
 
-/// Nesting beyond this is cut (a self-referencing table would otherwise recurse forever).
-const MAX_DEPTH: usize = 1000;
+/// Lua 5.1's limit on a C function's stack slots (`LUAI_MAXCSTACK`). Redis converts a
+/// returned table with one slot per level of nesting above the two its caller holds (the
+/// error handler and the value) and checks for four more at each value, so a table nested
+/// deeper than 7,995 levels (a self-referencing one) ends in `reached lua stack limit`
+/// there; the same depth is cut here, whatever this stack holds.
+const MAX_C_STACK: usize = 8000;
+const MAX_DEPTH: usize = MAX_C_STACK - 6;
 
 /// Pushes a command's reply onto the Lua stack (one value). Errors become `{err=...}` tables
 /// (the caller decides whether to raise them).
@@ -178,84 +183,192 @@ pub fn normalize_error(text: &str) -> String {
     format!("{code} {}", msg.trim_matches(['\r', '\n']))
 }
 
-/// Converts a script's return value to the reply its caller gets (`resp` is the script's
-/// protocol, `redis.setresp`: booleans differ).
-pub fn lua_to_reply(value: &Value, resp: ProtocolVersion) -> Reply {
-    to_reply(value, resp, 0)
+/// The field names a returned table is looked up by, in a registry table made once per Lua
+/// state (`install_reply_fields`), so that reading a field creates no string: through mlua,
+/// each `raw_get("err")` made its key string under a protected call that allocated two C
+/// closures, 14% of a ticket-hold run's CPU for its three-number reply.
+const REPLY_FIELDS: [&str; 9] = ["err", "ok", "double", "big_number", "map", "set", "verbatim_string", "format", "string"];
+const ERR: c_int = 1;
+const OK: c_int = 2;
+const DOUBLE: c_int = 3;
+const BIG_NUMBER: c_int = 4;
+const MAP: c_int = 5;
+const SET: c_int = 6;
+const VERBATIM: c_int = 7;
+const FORMAT: c_int = 8;
+const STRING: c_int = 9;
+
+/// The registry key of the field-name table (its address).
+static REPLY_FIELDS_KEY: u8 = 0;
+
+fn reply_fields_key() -> *mut std::ffi::c_void {
+    &REPLY_FIELDS_KEY as *const u8 as *mut std::ffi::c_void
 }
 
-fn to_reply(value: &Value, resp: ProtocolVersion, depth: usize) -> Reply {
+/// Stores the field-name table in `lua`'s registry (at state creation).
+pub fn install_reply_fields(lua: &Lua) -> mlua::Result<()> {
+    let fields = lua.create_sequence_from(REPLY_FIELDS)?;
+    // SAFETY: a protected call that stores its one argument in the registry.
+    unsafe {
+        lua.exec_raw::<()>(fields, |l| {
+            ffi::lua_pushlightuserdata(l, reply_fields_key());
+            ffi::lua_insert(l, -2);
+            ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
+        })
+    }
+}
+
+/// Converts a script's return value to the reply its caller gets (`resp` is the script's
+/// protocol, `redis.setresp`: booleans differ).
+pub fn lua_to_reply(lua: &Lua, value: &Value, resp: ProtocolVersion) -> Reply {
     let resp3 = resp == ProtocolVersion::Resp3;
     match value {
-        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Integer(n) => Reply::Int(*n),
-        Value::Number(n) => Reply::Int(c_cast_i64(*n)),
-        Value::Boolean(true) => {
-            if resp3 {
-                Reply::Bool(true)
+        Value::String(s) => return Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(n) => return Reply::Int(*n),
+        Value::Number(n) => return Reply::Int(c_cast_i64(*n)),
+        Value::Boolean(b) => return bool_reply(*b, resp3),
+        Value::Table(_) => {}
+        _ => return Reply::Nil,
+    }
+    // Growing the stack allocates: with the script's memory limit lifted meanwhile, only a
+    // real allocation failure could raise a Lua error here (outside any protected call).
+    let limit = lua.set_memory_limit(0).ok();
+    let reply = lua.exec_raw_lua(|raw| {
+        // SAFETY: unprotected stack work on the main state between a saved top and its
+        // restoration; the calls below raise no error when the stack has room (checked) and
+        // touch no metamethod (raw access only).
+        unsafe {
+            let l = raw.state();
+            let top = ffi::lua_gettop(l);
+            let reply = if ffi::lua_checkstack(l, 2) == 0 || raw.push_value(value).is_err() {
+                stack_limit()
             } else {
-                Reply::Int(1)
-            }
+                ffi::lua_pushlightuserdata(l, reply_fields_key());
+                ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+                reply_at(l, top + 1, top + 2, resp3, 0)
+            };
+            ffi::lua_settop(l, top);
+            reply
         }
-        Value::Boolean(false) => {
-            if resp3 {
-                Reply::Bool(false)
-            } else {
-                Reply::Nil
-            }
-        }
-        Value::Table(t) => {
-            if depth >= MAX_DEPTH {
-                return Reply::error("ERR reached lua stack limit");
-            }
-            table_to_reply(t, resp, depth)
-        }
+    });
+    if let Some(limit) = limit {
+        let _ = lua.set_memory_limit(limit);
+    }
+    reply
+}
+
+fn stack_limit() -> Reply {
+    Reply::error("ERR reached lua stack limit")
+}
+
+fn bool_reply(b: bool, resp3: bool) -> Reply {
+    match (b, resp3) {
+        (b, true) => Reply::Bool(b),
+        (true, false) => Reply::Int(1),
+        (false, false) => Reply::Nil,
+    }
+}
+
+/// The bytes of the string at `idx` (its type checked by the caller: `lua_tolstring` on a
+/// number would turn it into a string in place).
+unsafe fn bytes_at<'a>(l: *mut lua_State, idx: c_int) -> &'a [u8] {
+    let mut len = 0usize;
+    let p = ffi::lua_tolstring(l, idx, &mut len);
+    if p.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p as *const u8, len)
+    }
+}
+
+/// The reply for the value at stack index `idx` (absolute); `fields` is the index of the
+/// field-name table.
+unsafe fn reply_at(l: *mut lua_State, idx: c_int, fields: c_int, resp3: bool, depth: usize) -> Reply {
+    if depth > MAX_DEPTH || ffi::lua_checkstack(l, 4) == 0 {
+        return stack_limit();
+    }
+    match ffi::lua_type(l, idx) {
+        ffi::LUA_TSTRING => Reply::Bulk(Bytes::copy_from_slice(bytes_at(l, idx))),
+        ffi::LUA_TNUMBER => Reply::Int(c_cast_i64(ffi::lua_tonumber(l, idx))),
+        ffi::LUA_TBOOLEAN => bool_reply(ffi::lua_toboolean(l, idx) != 0, resp3),
+        ffi::LUA_TTABLE => table_reply(l, idx, fields, resp3, depth),
         _ => Reply::Nil,
     }
 }
 
-fn table_to_reply(t: &Table, resp: ProtocolVersion, depth: usize) -> Reply {
-    let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
-    if let Value::String(e) = field("err") {
-        return Reply::Error(sanitize(e.to_string_lossy()).into());
-    }
-    if let Value::String(s) = field("ok") {
-        return Reply::Status(sanitize(s.to_string_lossy()).into());
-    }
-    if let Value::Number(d) = field("double") {
-        return Reply::Double(d);
-    }
-    if let Value::Integer(d) = field("double") {
-        return Reply::Double(d as f64);
-    }
-    if let Value::String(s) = field("big_number") {
-        return Reply::BigNumber(sanitize(s.to_string_lossy()));
-    }
-    if let Value::Table(m) = field("map") {
-        let pairs = m.pairs::<Value, Value>().filter_map(Result::ok);
-        return Reply::Map(pairs.map(|(k, v)| (to_reply(&k, resp, depth + 1), to_reply(&v, resp, depth + 1))).collect());
-    }
-    if let Value::Table(s) = field("set") {
-        let members = s.pairs::<Value, Value>().filter_map(Result::ok);
-        return Reply::Set(members.map(|(k, _)| to_reply(&k, resp, depth + 1)).collect());
-    }
-    if let Value::Table(v) = field("verbatim_string") {
-        if let (Ok(Value::String(format)), Ok(Value::String(text))) = (v.raw_get::<Value>("format"), v.raw_get::<Value>("string")) {
-            let format: &'static str = match &*format.to_string_lossy() {
-                "txt" => "txt",
-                "mkd" => "mkd",
-                _ => "txt",
-            };
-            return Reply::Verbatim(format, Bytes::copy_from_slice(&text.as_bytes()));
+/// Pushes `t[name]`, `name` being the field-name table's entry `field`; returns its type.
+unsafe fn push_field(l: *mut lua_State, t: c_int, fields: c_int, field: c_int) -> c_int {
+    ffi::lua_rawgeti(l, fields, field as ffi::lua_Integer);
+    ffi::lua_rawget(l, t);
+    ffi::lua_type(l, -1)
+}
+
+/// A table's reply (Redis's `luaReplyToRedisReply`): `err`, `ok`, then the RESP3 shapes,
+/// else an array up to the first nil. Leaves the stack as it found it.
+unsafe fn table_reply(l: *mut lua_State, t: c_int, fields: c_int, resp3: bool, depth: usize) -> Reply {
+    let base = ffi::lua_gettop(l);
+    let text = |l| String::from_utf8_lossy(bytes_at(l, -1)).into_owned();
+    let reply = 'found: {
+        if push_field(l, t, fields, ERR) == ffi::LUA_TSTRING {
+            break 'found Some(Reply::Error(sanitize(text(l)).into()));
         }
+        if push_field(l, t, fields, OK) == ffi::LUA_TSTRING {
+            break 'found Some(Reply::Status(sanitize(text(l)).into()));
+        }
+        if push_field(l, t, fields, DOUBLE) == ffi::LUA_TNUMBER {
+            break 'found Some(Reply::Double(ffi::lua_tonumber(l, -1)));
+        }
+        if push_field(l, t, fields, BIG_NUMBER) == ffi::LUA_TSTRING {
+            break 'found Some(Reply::BigNumber(sanitize(text(l))));
+        }
+        if push_field(l, t, fields, MAP) == ffi::LUA_TTABLE {
+            let m = ffi::lua_gettop(l);
+            let mut pairs = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, m) != 0 {
+                let top = ffi::lua_gettop(l);
+                pairs.push((reply_at(l, top - 1, fields, resp3, depth + 1), reply_at(l, top, fields, resp3, depth + 1)));
+                ffi::lua_settop(l, top - 1);
+            }
+            break 'found Some(Reply::Map(pairs));
+        }
+        if push_field(l, t, fields, SET) == ffi::LUA_TTABLE {
+            let s = ffi::lua_gettop(l);
+            let mut members = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, s) != 0 {
+                let top = ffi::lua_gettop(l);
+                members.push(reply_at(l, top - 1, fields, resp3, depth + 1));
+                ffi::lua_settop(l, top - 1);
+            }
+            break 'found Some(Reply::Set(members));
+        }
+        if push_field(l, t, fields, VERBATIM) == ffi::LUA_TTABLE {
+            let v = ffi::lua_gettop(l);
+            if push_field(l, v, fields, FORMAT) == ffi::LUA_TSTRING && push_field(l, v, fields, STRING) == ffi::LUA_TSTRING {
+                let format: &'static str = match bytes_at(l, -2) {
+                    b"mkd" => "mkd",
+                    _ => "txt",
+                };
+                break 'found Some(Reply::Verbatim(format, Bytes::copy_from_slice(bytes_at(l, -1))));
+            }
+        }
+        None
+    };
+    ffi::lua_settop(l, base);
+    if let Some(reply) = reply {
+        return reply;
     }
     let mut items = Vec::new();
     for i in 1.. {
-        match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(to_reply(&v, resp, depth + 1)),
+        ffi::lua_rawgeti(l, t, i);
+        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+            break;
         }
+        items.push(reply_at(l, base + 1, fields, resp3, depth + 1));
+        ffi::lua_settop(l, base);
     }
+    ffi::lua_settop(l, base);
     Reply::Array(items)
 }
 

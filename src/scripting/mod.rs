@@ -25,6 +25,7 @@ mod lib_cjson;
 mod lib_cmsgpack;
 mod lib_struct;
 mod libs;
+pub mod names;
 mod rand;
 mod sandbox;
 pub mod shim;
@@ -384,7 +385,7 @@ impl Run<'_> {
                 let line = lua.app_data_ref::<KilledAt>().map(|k| k.0).unwrap_or(1);
                 Reply::Error(format!("ERR Script killed by user with SCRIPT KILL... script: {name}, on {}:{line}.", self.source).into())
             }
-            Ok((true, value)) => convert::lua_to_reply(&value, script_resp),
+            Ok((true, value)) => convert::lua_to_reply(lua, &value, script_resp),
             Ok((false, err)) => error_reply(name, &err),
             Err(e) => Reply::Error(format!("ERR Error running script {name}, {}", first_line(&e.to_string())).into()),
         };

@@ -198,6 +198,7 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
     globals.raw_set("debug", Value::Nil)?;
     protect_everything(&lua)?;
+    super::convert::install_reply_fields(&lua)?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok((lua, runner))
 }
