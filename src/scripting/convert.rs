@@ -296,6 +296,17 @@ unsafe fn reply_at(l: *mut lua_State, idx: c_int, fields: c_int, resp3: bool, de
     }
 }
 
+/// Calls `each(key, value)` (stack indices) for every pair of the table on top of the stack;
+/// `each` must leave the stack as it found it.
+unsafe fn for_each_pair(l: *mut lua_State, mut each: impl FnMut(c_int, c_int)) {
+    let t = ffi::lua_gettop(l);
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, t) != 0 {
+        each(t + 1, t + 2);
+        ffi::lua_settop(l, t + 1);
+    }
+}
+
 /// Pushes `t[name]`, `name` being the field-name table's entry `field`; returns its type.
 unsafe fn push_field(l: *mut lua_State, t: c_int, fields: c_int, field: c_int) -> c_int {
     ffi::lua_rawgeti(l, fields, field as ffi::lua_Integer);
@@ -322,25 +333,13 @@ unsafe fn table_reply(l: *mut lua_State, t: c_int, fields: c_int, resp3: bool, d
             break 'found Some(Reply::BigNumber(sanitize(text(l))));
         }
         if push_field(l, t, fields, MAP) == ffi::LUA_TTABLE {
-            let m = ffi::lua_gettop(l);
             let mut pairs = Vec::new();
-            ffi::lua_pushnil(l);
-            while ffi::lua_next(l, m) != 0 {
-                let top = ffi::lua_gettop(l);
-                pairs.push((reply_at(l, top - 1, fields, resp3, depth + 1), reply_at(l, top, fields, resp3, depth + 1)));
-                ffi::lua_settop(l, top - 1);
-            }
+            for_each_pair(l, |k, v| pairs.push((reply_at(l, k, fields, resp3, depth + 1), reply_at(l, v, fields, resp3, depth + 1))));
             break 'found Some(Reply::Map(pairs));
         }
         if push_field(l, t, fields, SET) == ffi::LUA_TTABLE {
-            let s = ffi::lua_gettop(l);
             let mut members = Vec::new();
-            ffi::lua_pushnil(l);
-            while ffi::lua_next(l, s) != 0 {
-                let top = ffi::lua_gettop(l);
-                members.push(reply_at(l, top - 1, fields, resp3, depth + 1));
-                ffi::lua_settop(l, top - 1);
-            }
+            for_each_pair(l, |k, _| members.push(reply_at(l, k, fields, resp3, depth + 1)));
             break 'found Some(Reply::Set(members));
         }
         if push_field(l, t, fields, VERBATIM) == ffi::LUA_TTABLE {
