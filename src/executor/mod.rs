@@ -195,9 +195,6 @@ pub struct Executor {
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
     clock_mark: Option<Instant>,
-    /// The last commands scripts called (those without subcommands), by the name as the
-    /// script wrote it: the same name resolves to the same command.
-    script_commands: crate::scripting::names::NameCache<&'static crate::commands::CommandSpec, 8>,
     /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
     anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
@@ -264,7 +261,6 @@ impl Executor {
             now_ms: crate::clock::now_ms(),
             clock_mark: None,
             anchor: crate::clock::Anchor::now(),
-            script_commands: Default::default(),
             memory_released_ms: 0,
             purge_memory: false,
         }

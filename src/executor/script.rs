@@ -196,19 +196,17 @@ impl Executor {
 }
 
 impl ScriptHost for ScriptBridge<'_> {
-    fn call(&mut self, argv: &mut Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
+    fn call(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
-        let cached = self.exec.script_commands.get(&argv[0]).copied().filter(|cmd| cmd.arity_ok(argv.len()));
-        let cmd = match cached {
+        let cmd = match cached.filter(|cmd| cmd.arity_ok(argv.len())) {
             Some(cmd) => cmd,
             None => match commands::resolve(argv) {
                 Resolved::Found(cmd) => {
                     // A subcommand depends on more than the name: not cached.
                     if cmd.subcommands.is_empty() && !cmd.name.contains('|') {
-                        self.exec.script_commands.insert(&argv[0], cmd);
-                        crate::scripting::remember_command_name(cmd.name, &argv[0]);
+                        crate::scripting::remember_command(cmd, &argv[0]);
                     }
                     cmd
                 }

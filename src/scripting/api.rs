@@ -17,6 +17,7 @@ use super::convert::error_table;
 use super::names::NameCache;
 use super::shim::table_error_fn;
 use super::ScriptHost;
+use crate::commands::CommandSpec;
 use crate::protocol::{ProtocolVersion, Reply};
 
 pub const REPL_NONE: i64 = 0;
@@ -301,11 +302,11 @@ unsafe fn run_command(l: *mut lua_State) -> bool {
     let mut argv = ARGV.take();
     let (reply, resp3) = match command_argv(l, &mut argv) {
         Err(e) => (Reply::Error(e.text().into()), false),
-        Ok(()) => match ACTIVE.get() {
+        Ok(cached) => match ACTIVE.get() {
             None => (Reply::error("ERR redis.call() is only available while a script runs"), false),
             Some(active) => {
                 // SAFETY: see `activate`.
-                let reply = (*active.host).call(&mut argv, active.resp, active.repl);
+                let reply = (*active.host).call(&mut argv, cached, active.resp, active.repl);
                 (reply, active.resp == ProtocolVersion::Resp3)
             }
         },
@@ -320,23 +321,27 @@ thread_local! {
     /// The argument vector of `redis.call`, kept between calls (its allocation, not its
     /// contents).
     static ARGV: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
-    /// The names of the last commands run from scripts, as the scripts spelled them: a
-    /// script passing the same bytes again gets a clone of one as `argv[0]` instead of a
-    /// copy (an allocation and a free per call). Static when spelled as the command table
+    /// The last commands scripts resolved (those without subcommands), by the name as the
+    /// script spelled it, with that name as the `Bytes` a later `argv[0]` clones instead of
+    /// copying (an allocation and a free per call): static when spelled as the command table
     /// spells it (lowercase), shared otherwise ('INCR'), so a clone allocates nothing.
-    static COMMAND_NAMES: RefCell<NameCache<Bytes, 8>> = RefCell::new(NameCache::new());
+    static COMMANDS: RefCell<NameCache<(Bytes, &'static CommandSpec), 8>> = const { RefCell::new(NameCache::new()) };
 }
 
-/// Tells the argument reader a command run from a script, `spelled` as the script wrote it
-/// and `name` as the command table does (see `COMMAND_NAMES`).
-pub fn remember_command_name(name: &'static str, spelled: &Bytes) {
-    let kept = if spelled[..] == *name.as_bytes() { Bytes::from_static(name.as_bytes()) } else { spelled.clone() };
-    COMMAND_NAMES.with(|n| n.borrow_mut().insert(spelled, kept));
+/// Remembers that `spelled` (a script's `argv[0]`) resolves to `cmd`, a command without
+/// subcommands (the caller's check: a subcommand depends on more than the name).
+pub fn remember_command(cmd: &'static CommandSpec, spelled: &Bytes) {
+    let name = if spelled[..] == *cmd.name.as_bytes() { Bytes::from_static(cmd.name.as_bytes()) } else { spelled.clone() };
+    COMMANDS.with(|c| c.borrow_mut().insert(spelled, (name, cmd)));
 }
 
-/// `argv[0]` for the name `arg`: a remembered name when it is the same bytes, else a copy.
-fn command_name_arg(arg: &[u8]) -> Bytes {
-    COMMAND_NAMES.with(|names| names.borrow().get(arg).cloned()).unwrap_or_else(|| Bytes::copy_from_slice(arg))
+/// `argv[0]` for the name `arg`, with the command it resolved to when remembered (then the
+/// name is a clone of the remembered one), else a copy.
+fn command_name_arg(arg: &[u8]) -> (Bytes, Option<&'static CommandSpec>) {
+    match COMMANDS.with(|c| c.borrow().get(arg).map(|(name, cmd)| (name.clone(), *cmd))) {
+        Some((name, cmd)) => (name, Some(cmd)),
+        None => (Bytes::copy_from_slice(arg), None),
+    }
 }
 
 /// Why a `redis.call` argument list is unusable.
@@ -363,12 +368,14 @@ impl std::fmt::Display for ArgvError {
 
 /// The Lua arguments on the stack as a command's argv: strings as they are, numbers as
 /// `%.17g` (Lua 5.1 numbers are doubles: 1e17 is "1e+17", as Redis formats every one).
-unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), ArgvError> {
+/// Returns the command a remembered name resolves to (see `COMMANDS`).
+unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<Option<&'static CommandSpec>, ArgvError> {
     let n = ffi::lua_gettop(l);
     if n == 0 {
         return Err(ArgvError::Empty);
     }
     argv.reserve(n as usize);
+    let mut cached = None;
     for i in 1..=n {
         match ffi::lua_type(l, i) {
             ffi::LUA_TSTRING => {
@@ -376,7 +383,13 @@ unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), A
                 // A string argument: no conversion, so nothing allocated or raised.
                 let p = ffi::lua_tolstring(l, i, &mut len);
                 let arg = std::slice::from_raw_parts(p as *const u8, len);
-                argv.push(if i == 1 { command_name_arg(arg) } else { Bytes::copy_from_slice(arg) });
+                if i == 1 {
+                    let (name, cmd) = command_name_arg(arg);
+                    argv.push(name);
+                    cached = cmd;
+                } else {
+                    argv.push(Bytes::copy_from_slice(arg));
+                }
             }
             ffi::LUA_TNUMBER => {
                 let mut buf = [0u8; 64];
@@ -385,7 +398,7 @@ unsafe fn command_argv(l: *mut lua_State, argv: &mut Vec<Bytes>) -> Result<(), A
             _ => return Err(ArgvError::BadType),
         }
     }
-    Ok(())
+    Ok(cached)
 }
 
 /// `redis.acl_check_cmd`'s arguments (same rules as `redis.call`'s).

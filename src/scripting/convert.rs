@@ -23,7 +23,8 @@ use crate::protocol::{ProtocolVersion, Reply};
 /// returned table with one slot per level of nesting above the two its caller holds (the
 /// error handler and the value) and checks for four more at each value, so a table nested
 /// deeper than 7,995 levels (a self-referencing one) ends in `reached lua stack limit`
-/// there; the same depth is cut here, whatever this stack holds.
+/// there; the same depth is cut here, whatever this stack holds (counted one level per
+/// nesting for RESP3 maps and sets too, where Redis holds a slot or two more per level).
 const MAX_C_STACK: usize = 8000;
 const MAX_DEPTH: usize = MAX_C_STACK - 6;
 
@@ -222,6 +223,8 @@ pub fn install_reply_fields(lua: &Lua) -> mlua::Result<()> {
 /// protocol, `redis.setresp`: booleans differ).
 pub fn lua_to_reply(lua: &Lua, value: &Value, resp: ProtocolVersion) -> Reply {
     let resp3 = resp == ProtocolVersion::Resp3;
+    // Scalars (most scripts' replies) convert from the value mlua already read; only a table
+    // needs the stack walk below.
     match value {
         Value::String(s) => return Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Integer(n) => return Reply::Int(*n),

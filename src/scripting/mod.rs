@@ -25,7 +25,7 @@ mod lib_cjson;
 mod lib_cmsgpack;
 mod lib_struct;
 mod libs;
-pub mod names;
+mod names;
 mod rand;
 mod sandbox;
 pub mod shim;
@@ -39,7 +39,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Value, VmState};
 use sha1::{Digest, Sha1};
 
-pub use api::{remember_command_name, REPL_AOF};
+pub use api::{remember_command, REPL_AOF};
 pub use watch::{KillOutcome, RunningFunction, ScriptWatch};
 
 use crate::protocol::{ProtocolVersion, Reply};
@@ -51,8 +51,15 @@ pub const HOOK_INSTRUCTIONS: u32 = 100_000;
 pub trait ScriptHost {
     /// Runs one `redis.call`/`redis.pcall` command with the script rules; an error is a
     /// `Reply::Error` with its code word. `argv` is the caller's reused vector: the host may
-    /// take its contents (to keep them), and the caller empties it afterwards.
-    fn call(&mut self, argv: &mut Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply;
+    /// take its contents (to keep them), and the caller empties it afterwards. `cached` is
+    /// the command `argv[0]` resolved to when the host last passed it to `remember_command`.
+    fn call(
+        &mut self,
+        argv: &mut Vec<Bytes>,
+        cached: Option<&'static crate::commands::CommandSpec>,
+        resp: ProtocolVersion,
+        repl: u8,
+    ) -> Reply;
     /// Whether `argv` names a known command (`redis.acl_check_cmd`).
     fn command_exists(&mut self, argv: &[Bytes]) -> bool;
     /// The script is past `busy-reply-threshold` and other clients were just let in: what

@@ -22,33 +22,36 @@ fn key(name: &[u8]) -> u128 {
 }
 
 impl<T, const N: usize> NameCache<T, N> {
-    pub fn new() -> Self {
-        NameCache { keys: [0; N], lens: [0; N], values: std::array::from_fn(|_| None), next: 0 }
+    pub const fn new() -> Self {
+        NameCache { keys: [0; N], lens: [0; N], values: [const { None }; N], next: 0 }
     }
 
-    pub fn get(&self, name: &[u8]) -> Option<&T> {
+    /// The entry holding `name` (never one for an empty or too long name).
+    fn find(&self, name: &[u8]) -> Option<usize> {
         if name.is_empty() || name.len() > MAX_NAME {
             return None;
         }
         let k = key(name);
-        let len = name.len() as u8;
-        (0..N).find(|&i| self.lens[i] == len && self.keys[i] == k).and_then(|i| self.values[i].as_ref())
+        (0..N).find(|&i| usize::from(self.lens[i]) == name.len() && self.keys[i] == k)
     }
 
-    /// Keeps `value` for `name` (a name too long is not kept).
+    pub fn get(&self, name: &[u8]) -> Option<&T> {
+        self.find(name).and_then(|i| self.values[i].as_ref())
+    }
+
+    /// Keeps `value` for `name`, in its entry if it has one, else in the oldest (a name too
+    /// long is not kept).
     pub fn insert(&mut self, name: &[u8], value: T) {
         if name.is_empty() || name.len() > MAX_NAME {
             return;
         }
-        let k = key(name);
-        let len = name.len() as u8;
-        let i = (0..N).find(|&i| self.lens[i] == len && self.keys[i] == k).unwrap_or_else(|| {
+        let i = self.find(name).unwrap_or_else(|| {
             let i = self.next;
             self.next = (self.next + 1) % N;
             i
         });
-        self.keys[i] = k;
-        self.lens[i] = len;
+        self.keys[i] = key(name);
+        self.lens[i] = name.len() as u8;
         self.values[i] = Some(value);
     }
 }
