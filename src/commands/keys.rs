@@ -252,7 +252,7 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         .db(db)
         .iter()
         .filter(|(k, e)| (all || crate::glob::glob_match(pattern, k, false)) && e.expire_at().is_none_or(|at| at > now))
-        .map(|(k, _)| Reply::Bulk(k.clone()))
+        .map(|(k, _)| Reply::Bulk(k.to_bytes()))
         .collect();
     Ok(Reply::Array(out))
 }
@@ -292,7 +292,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         let mut budget = count.saturating_mul(10);
         let table = ctx.ks.db(db);
         loop {
-            cursor = table.scan_step(cursor, |k, _| found.push(k.clone()));
+            cursor = table.scan_step(cursor, |k, _| found.push(k.to_bytes()));
             if cursor == 0 || budget == 0 || found.len() as i64 >= count {
                 break;
             }

@@ -9,7 +9,7 @@ use super::hashes::{opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sam
 use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{CmdError, Ctx};
 use crate::db::set::SetValue;
-use crate::db::{lru_clock, Keyspace, Value};
+use crate::db::{lru_clock, Key, Keyspace, Value};
 use crate::notify;
 use crate::protocol::Reply;
 
@@ -42,8 +42,8 @@ fn lookup_set<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8], now: i64, write: 
     }
 }
 
-fn bulks<'a>(members: impl Iterator<Item = &'a Bytes>) -> Vec<Reply> {
-    members.map(|m| Reply::Bulk(m.clone())).collect()
+fn bulks<'a>(members: impl Iterator<Item = &'a Key>) -> Vec<Reply> {
+    members.map(|m| Reply::Bulk(m.to_bytes())).collect()
 }
 
 /// Redis's `getPositiveLongFromObjectOrReply` without a custom message: one error for
@@ -129,7 +129,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     };
     let size = s.len();
     let Some(count) = count else {
-        let Some(member) = s.random(server.random()).cloned() else {
+        let Some(member) = s.random(server.random()).map(Key::to_bytes) else {
             return Ok(Reply::Nil);
         };
         modify(ctx, key, pick_mut, SetValue::is_empty, |s| s.remove(&member))?;
@@ -155,7 +155,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let popped: Vec<Bytes> = if remaining.saturating_mul(5) > count {
         // Pop `count` random members; the set keeps its encoding.
         let picked: Vec<Bytes> =
-            sample_distinct(size, count, &mut || server.random()).into_iter().filter_map(|i| s.member_at(i).cloned()).collect();
+            sample_distinct(size, count, &mut || server.random()).into_iter().filter_map(|i| s.member_at(i).map(Key::to_bytes)).collect();
         modify(ctx, key, pick_mut, SetValue::is_empty, |s| {
             for m in &picked {
                 s.remove(m);
@@ -170,10 +170,10 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         let mut rebuilt = SetValue::new();
         for i in keep {
             if let Some(m) = s.member_at(i) {
-                rebuilt.add_bytes(m.clone(), max);
+                rebuilt.add_owned(m.clone(), max);
             }
         }
-        let popped = s.iter().filter(|m| !rebuilt.contains(m)).cloned().collect();
+        let popped = s.iter().filter(|m| !rebuilt.contains(m)).map(Key::to_bytes).collect();
         ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Set(Box::new(rebuilt)));
         popped
     };
@@ -193,7 +193,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     if args.len() == 2 {
         let server = &mut *ctx.server;
         let s = lookup_set(ctx.ks, db, key, now, false)?;
-        return Ok(s.and_then(|s| s.random(server.random())).map_or(Reply::Nil, |m| Reply::Bulk(m.clone())));
+        return Ok(s.and_then(|s| s.random(server.random())).map_or(Reply::Nil, |m| Reply::Bulk(m.to_bytes())));
     }
     let l = parse_rand_count(&args[2])?;
     let server = &mut *ctx.server;
@@ -209,7 +209,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
         for _ in 0..count {
             if let Some(m) = s.random(server.random()) {
-                out.push(Reply::Bulk(m.clone()));
+                out.push(Reply::Bulk(m.to_bytes()));
             }
         }
         return Ok(Reply::Array(out));
@@ -218,7 +218,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         return Ok(Reply::Array(bulks(s.iter())));
     }
     let picked = sample_distinct(size, count as usize, &mut || server.random());
-    Ok(Reply::Array(picked.into_iter().filter_map(|i| s.member_at(i)).map(|m| Reply::Bulk(m.clone())).collect()))
+    Ok(Reply::Array(picked.into_iter().filter_map(|i| s.member_at(i)).map(|m| Reply::Bulk(m.to_bytes())).collect()))
 }
 
 /// ```text
@@ -321,7 +321,7 @@ fn sinter_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], mode: InterMode<'_>) -> Res
                                 break;
                             }
                         }
-                        _ => members.push(m.clone()),
+                        _ => members.push(m.to_bytes()),
                     }
                 }
             }
@@ -333,7 +333,7 @@ fn sinter_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], mode: InterMode<'_>) -> Res
         InterMode::Store(dst) => {
             let mut set = SetValue::new();
             for m in members {
-                set.add_bytes(m, max);
+                set.add_owned(m, max);
             }
             store_set(ctx, dst, set, "sinterstore")
         }
@@ -352,7 +352,7 @@ fn sunion_diff(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&[u8]>, diff: bool
     if !diff {
         for s in sets.iter().flatten() {
             for m in s.iter() {
-                result.add_bytes(m.clone(), max);
+                result.add_owned(m.clone(), max);
             }
         }
     } else if let Some(first) = sets[0] {
@@ -361,7 +361,7 @@ fn sunion_diff(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&[u8]>, diff: bool
         if !others.iter().any(|s| std::ptr::eq(*s, first)) {
             for m in first.iter() {
                 if !others.iter().any(|s| s.contains(m)) {
-                    diff_members.push(m.clone());
+                    diff_members.push(m.to_bytes());
                 }
             }
         }
@@ -371,7 +371,7 @@ fn sunion_diff(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&[u8]>, diff: bool
         None => Ok(Reply::Set(bulks(result.iter()))),
         Some(dst) => {
             for m in diff_members {
-                result.add_bytes(m, max);
+                result.add_owned(m, max);
             }
             Ok(store_set(ctx, dst, result, if diff { "sdiffstore" } else { "sunionstore" }))
         }
@@ -461,14 +461,14 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut found: Vec<Bytes> = Vec::new();
     if s.is_intset() {
         // Redis returns an intset whole, whatever the cursor.
-        found.extend(s.iter().cloned());
+        found.extend(s.iter().map(Key::to_bytes));
         cursor = 0;
     } else {
         // Like Redis: at most COUNT*10 more buckets after the first, until COUNT members.
         let count = opts.count;
         let mut budget = count.saturating_mul(10);
         loop {
-            cursor = s.scan_step(cursor, |m| found.push(m.clone()));
+            cursor = s.scan_step(cursor, |m| found.push(m.to_bytes()));
             if cursor == 0 || budget == 0 || found.len() as i64 >= count {
                 break;
             }

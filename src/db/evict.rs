@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::{Entry, Keyspace};
+use super::{Entry, Key, Keyspace};
 
 /// The eviction policies of `maxmemory-policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,8 +88,8 @@ pub struct EvictionPool {
 impl EvictionPool {
     /// Offers a sampled key: kept if the pool has room or it beats the worst candidate. A
     /// key already in the pool takes the new (fresher) score.
-    fn offer(&mut self, db: usize, key: &Bytes, score: u64) {
-        if let Some(i) = self.candidates.iter().position(|c| c.db == db && c.key == *key) {
+    fn offer(&mut self, db: usize, key: &[u8], score: u64) {
+        if let Some(i) = self.candidates.iter().position(|c| c.db == db && c.key[..] == *key) {
             self.candidates.remove(i);
         }
         if self.candidates.len() >= POOL_SIZE {
@@ -99,7 +99,7 @@ impl EvictionPool {
             self.candidates.remove(0);
         }
         let pos = self.candidates.partition_point(|c| c.score <= score);
-        self.candidates.insert(pos, Candidate { score, db, key: key.clone() });
+        self.candidates.insert(pos, Candidate { score, db, key: Bytes::copy_from_slice(key) });
     }
 
     pub fn clear(&mut self) {
@@ -166,9 +166,9 @@ impl Keyspace {
             self.evict_pool.next_db = (db + 1) % n;
             let rand = self.next_rand();
             let key = if volatile_only {
-                self.dbs[db].random_volatile_key(rand).cloned()
+                self.dbs[db].random_volatile_key(rand).map(Key::to_bytes)
             } else {
-                self.dbs[db].random_entry(rand).map(|(k, _)| k.clone())
+                self.dbs[db].random_entry(rand).map(|(k, _)| k.to_bytes())
             };
             if let Some(key) = key {
                 return Some((db, key));

@@ -7,6 +7,7 @@
 pub mod digest;
 pub mod evict;
 pub mod hash;
+mod key;
 pub mod list;
 pub mod rdb;
 pub mod set;
@@ -15,6 +16,7 @@ mod table;
 mod value;
 pub mod zset;
 
+pub use key::Key;
 pub use table::KeyTable;
 pub use value::{StrEncoding, StrValue, Value};
 
@@ -187,15 +189,16 @@ pub struct Db {
     pub snap_epoch: u32,
 }
 
-/// What a key costs besides its bytes and its value's own estimate: the table slot (the
-/// entry, the `Bytes` handle, the hash and chain link), its share of the bucket array, and
-/// the allocator's rounding of the key and value allocations (mimalloc has no headers; its
-/// small size classes are 8 or 16 bytes apart). Checked against the resident set by
-/// `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte strings and one-field hashes.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Bytes>() + 16 + 8 + 16;
+/// What a key costs besides its value's own estimate and its bytes kept apart
+/// ([`Key::heap_size`]): the table slot (the entry, the key, the hash and chain link), its
+/// share of the bucket array, and the allocator's rounding of the value's allocations
+/// (mimalloc has no headers; its small size classes are 8 or 16 bytes apart). Checked
+/// against the resident set by `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte
+/// strings and one-field hashes.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 16 + 8 + 16;
 
 pub fn entry_mem(key: &[u8], entry: &Entry) -> usize {
-    key.len() + entry.value.mem_usage() + ENTRY_OVERHEAD
+    Key::heap_size(key.len()) + entry.value.mem_usage() + ENTRY_OVERHEAD
 }
 
 impl Db {
@@ -249,8 +252,8 @@ impl Db {
         let (hash, pos) = self.keys.probe(key.bytes());
         let Some(i) = pos else {
             let key = match key {
-                NewKey::Owned(k) => k,
-                NewKey::Borrowed(k) => Bytes::copy_from_slice(k),
+                NewKey::Owned(k) => Key::from(k),
+                NewKey::Borrowed(k) => Key::copy_from(k),
             };
             let entry = Entry::with_lru(value, expire_at, lru, snap);
             self.mem += entry_mem(&key, &entry);
@@ -310,7 +313,7 @@ impl Db {
         entry.set_expire_at(expire_at);
         match (had, expire_at.is_some()) {
             (false, true) => {
-                self.volatile.insert(Bytes::copy_from_slice(key), ());
+                self.volatile.insert(Key::copy_from(key), ());
             }
             (true, false) => {
                 self.volatile.remove(key);
@@ -365,7 +368,7 @@ impl Db {
 
     /// The key and entry at a dense position (a rewrite walks positions downwards: a removal
     /// moves the last entry into the hole, which is then never a position still to visit).
-    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut Entry)> {
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Key, &mut Entry)> {
         self.keys.slot_at_mut(index)
     }
 
@@ -374,27 +377,27 @@ impl Db {
         self.keys.position(key)
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
         self.keys.keys()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
         self.keys.iter()
     }
 
-    pub fn scan_step(&self, cursor: u64, visit: impl FnMut(&Bytes, &Entry)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, visit: impl FnMut(&Key, &Entry)) -> u64 {
         self.keys.scan_step(cursor, visit)
     }
 
     /// A uniformly random key (possibly an expired one; callers check).
-    pub fn random_entry(&self, rand: u64) -> Option<(&Bytes, &Entry)> {
+    pub fn random_entry(&self, rand: u64) -> Option<(&Key, &Entry)> {
         if self.keys.is_empty() {
             return None;
         }
         self.keys.entry_at((rand % self.keys.len() as u64) as usize)
     }
 
-    pub fn random_volatile_key(&self, rand: u64) -> Option<&Bytes> {
+    pub fn random_volatile_key(&self, rand: u64) -> Option<&Key> {
         if self.volatile.is_empty() {
             return None;
         }
@@ -589,7 +592,7 @@ impl Keyspace {
                 }
                 let mut expired_here = 0;
                 for _ in 0..sample {
-                    let Some(key) = self.dbs[db].random_volatile_key(rng()).cloned() else {
+                    let Some(key) = self.dbs[db].random_volatile_key(rng()).map(Key::to_bytes) else {
                         break;
                     };
                     if self.dbs[db].peek(&key).is_some_and(|e| Db::is_expired(e, now_ms)) {
@@ -635,7 +638,7 @@ impl Keyspace {
         loop {
             let (key, volatile) = {
                 let (k, e) = self.dbs[db].random_entry(rng())?;
-                (k.clone(), e.expire_at().is_some())
+                (k.to_bytes(), e.expire_at().is_some())
             };
             if volatile {
                 if all_volatile && self.passive_expiry {

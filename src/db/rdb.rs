@@ -54,7 +54,7 @@ impl Decoded {
             Decoded::Set(members) => {
                 let mut s = SetValue::for_member(&members[0]);
                 for m in members {
-                    if !s.add_bytes(m, limits.max_intset) {
+                    if !s.add_owned(m, limits.max_intset) {
                         return Err(BAD);
                     }
                 }
@@ -538,11 +538,11 @@ pub fn encode_str(s: &[u8]) -> Vec<u8> {
 }
 
 /// A DUMP payload for a list, set (`set: true`) of elements.
-pub fn encode_elements<'a>(set: bool, len: usize, items: impl Iterator<Item = &'a Bytes>) -> Vec<u8> {
+pub fn encode_elements(set: bool, len: usize, items: impl Iterator<Item = impl AsRef<[u8]>>) -> Vec<u8> {
     let mut out = vec![if set { T_SET } else { T_LIST }];
     put_len(&mut out, len as u64);
     for item in items {
-        put_string(&mut out, item);
+        put_string(&mut out, item.as_ref());
     }
     seal(out)
 }

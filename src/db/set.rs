@@ -7,9 +7,10 @@ use std::fmt;
 
 use bytes::Bytes;
 
-use super::KeyTable;
+use super::{Key, KeyTable};
 
-/// Estimated bytes of bookkeeping per member (slot, chain link, a `Bytes` handle).
+/// Estimated bytes of bookkeeping per member (slot, chain link, the `Key`), besides its
+/// bytes kept apart when long ([`Key::heap_size`]).
 const ENTRY_OVERHEAD: usize = 48;
 
 /// A set value. `mem` is kept up to date by every mutation so memory accounting is O(1).
@@ -95,22 +96,31 @@ impl SetValue {
         self.items.contains_key(member)
     }
 
-    /// Redis's `setTypeAdd`: adds `member` (copied); true if it was new. `max_intset` is
-    /// `set-max-intset-entries`.
+    /// Redis's `setTypeAdd`: adds `member` (copied, only when new: most adds of a busy set
+    /// find the member there); true if it was new. `max_intset` is `set-max-intset-entries`.
     pub fn add(&mut self, member: &[u8], max_intset: u64) -> bool {
-        self.add_bytes(Bytes::copy_from_slice(member), max_intset)
+        match self.items.probe(member) {
+            (_, Some(_)) => false,
+            (hash, None) => self.push_new(hash, Bytes::copy_from_slice(member), max_intset),
+        }
     }
 
-    /// Like [`SetValue::add`] with an owned member (already copied out of any request).
-    pub fn add_bytes(&mut self, member: Bytes, max_intset: u64) -> bool {
-        if self.intset && !is_int(&member) {
+    /// Like [`SetValue::add`] with an owned member (already copied out of any request, or
+    /// another set's).
+    pub fn add_owned(&mut self, member: impl Into<Key> + AsRef<[u8]>, max_intset: u64) -> bool {
+        match self.items.probe(member.as_ref()) {
+            (_, Some(_)) => false,
+            (hash, None) => self.push_new(hash, member, max_intset),
+        }
+    }
+
+    /// Adds a member `probe` found absent, under the hash it gave.
+    fn push_new(&mut self, hash: u64, member: impl Into<Key> + AsRef<[u8]>, max_intset: u64) -> bool {
+        if self.intset && !is_int(member.as_ref()) {
             self.intset = false;
         }
-        let len = member.len();
-        if self.items.insert(member, ()).is_some() {
-            return false;
-        }
-        self.mem += len + ENTRY_OVERHEAD;
+        self.mem += Key::heap_size(member.as_ref().len()) + ENTRY_OVERHEAD;
+        self.items.push_absent(hash, member, ());
         // Redis caps the intset at 2^30 entries whatever the configuration says.
         if self.intset && self.items.len() as u64 > max_intset.min(1 << 30) {
             self.intset = false;
@@ -122,7 +132,7 @@ impl SetValue {
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match self.items.remove(member) {
             Some((m, ())) => {
-                self.mem -= m.len() + ENTRY_OVERHEAD;
+                self.mem -= Key::heap_size(m.len()) + ENTRY_OVERHEAD;
                 true
             }
             None => false,
@@ -133,21 +143,21 @@ impl SetValue {
     pub fn remove_at(&mut self, index: usize) -> Option<Bytes> {
         let member = self.items.entry_at(index)?.0.clone();
         self.remove(&member);
-        Some(member)
+        Some(member.into_bytes())
     }
 
     /// Every member (in an unspecified but stable order while the set is unchanged).
-    pub fn iter(&self) -> impl Iterator<Item = &Bytes> {
+    pub fn iter(&self) -> impl Iterator<Item = &Key> {
         self.items.keys()
     }
 
     /// The member at dense position `index` (`0..len()`), for uniform random picks.
-    pub fn member_at(&self, index: usize) -> Option<&Bytes> {
+    pub fn member_at(&self, index: usize) -> Option<&Key> {
         self.items.entry_at(index).map(|(m, _)| m)
     }
 
     /// A uniformly random member (`rand` is a uniform u64).
-    pub fn random(&self, rand: u64) -> Option<&Bytes> {
+    pub fn random(&self, rand: u64) -> Option<&Key> {
         if self.items.is_empty() {
             return None;
         }
@@ -155,7 +165,7 @@ impl SetValue {
     }
 
     /// One SCAN step over the table (Redis's `dictScan` guarantee); returns the next cursor.
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Key)) -> u64 {
         self.items.scan_step(cursor, |m, _| visit(m))
     }
 }
@@ -178,7 +188,7 @@ mod tests {
         t.add(b"01", 512);
         assert_eq!(t.encoding(), "hashtable");
         assert!(t.remove(b"01") && !t.remove(b"01"));
-        assert_eq!((t.encoding(), t.mem_usage()), ("hashtable", 1 + ENTRY_OVERHEAD));
+        assert_eq!((t.encoding(), t.mem_usage()), ("hashtable", ENTRY_OVERHEAD));
         assert_eq!(SetValue::for_member(b"x").encoding(), "hashtable");
         assert_eq!(t.remove_at(0).as_deref(), Some(&b"1"[..]));
         assert_eq!((t.len(), t.mem_usage()), (0, 0));

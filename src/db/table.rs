@@ -11,8 +11,7 @@
 //! contain their key: a sorted set's member index holds only skiplist node ids, and compares
 //! members through the skiplist (one copy of each member, as in Redis).
 
-use bytes::Bytes;
-
+use super::key::Key;
 use super::siphash::SipKey;
 
 const NIL: u32 = u32::MAX;
@@ -183,7 +182,7 @@ impl<T> RawTable<T> {
 
 /// A map from binary keys to `V`.
 pub struct KeyTable<V> {
-    raw: RawTable<(Bytes, V)>,
+    raw: RawTable<(Key, V)>,
 }
 
 impl<V> Default for KeyTable<V> {
@@ -245,27 +244,27 @@ impl<V> KeyTable<V> {
     }
 
     /// Adds a key that `probe` (with no change since) found absent, under the hash it gave.
-    pub fn push_absent(&mut self, hash: u64, key: Bytes, value: V) {
-        self.raw.push(hash, (key, value));
+    pub fn push_absent(&mut self, hash: u64, key: impl Into<Key>, value: V) {
+        self.raw.push(hash, (key.into(), value));
     }
 
     /// The stored key at dense position `index` (`index` < `len()`).
-    pub fn key_at(&self, index: usize) -> &Bytes {
+    pub fn key_at(&self, index: usize) -> &Key {
         &self.raw.entries[index].item.0
     }
 
     /// Inserts or replaces; returns the previous value.
-    pub fn insert(&mut self, key: Bytes, value: V) -> Option<V> {
-        let hash = self.raw.hash(&key);
-        if let Some(i) = self.raw.find(hash, |(k, _)| *k == key) {
+    pub fn insert(&mut self, key: impl Into<Key> + AsRef<[u8]>, value: V) -> Option<V> {
+        let (hash, found) = self.probe(key.as_ref());
+        if let Some(i) = found {
             return Some(std::mem::replace(self.value_at_mut(i), value));
         }
-        self.raw.push(hash, (key, value));
+        self.raw.push(hash, (key.into(), value));
         None
     }
 
     /// Removes `key`, returning its stored key and value.
-    pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, V)> {
+    pub fn remove(&mut self, key: &[u8]) -> Option<(Key, V)> {
         let i = self.find(key)?;
         Some(self.raw.remove_at(i))
     }
@@ -275,24 +274,24 @@ impl<V> KeyTable<V> {
     }
 
     /// The entry at dense position `index` (for uniform random sampling).
-    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Bytes, &mut V)> {
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Key, &mut V)> {
         self.raw.item_mut(index).map(|(k, v)| (&*k, v))
     }
 
-    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &V)> {
+    pub fn entry_at(&self, index: usize) -> Option<(&Key, &V)> {
         self.raw.item(index).map(|(k, v)| (k, v))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
         self.raw.iter().map(|(k, v)| (k, v))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
         self.raw.iter().map(|(k, _)| k)
     }
 
     /// Visits the bucket at `cursor` (and, like Redis, returns the next cursor; 0 = done).
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes, &V)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Key, &V)) -> u64 {
         self.raw.scan_step(cursor, |(k, v)| visit(k, v))
     }
 }
@@ -300,6 +299,7 @@ impl<V> KeyTable<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use std::collections::HashSet;
 
     #[test]
@@ -338,7 +338,7 @@ mod tests {
                     t.insert(Bytes::from(format!("tmp{round}-{j}")), ());
                 }
             } else if round % 11 == 0 {
-                let tmp: Vec<Bytes> = t.keys().filter(|k| k.starts_with(b"tmp")).cloned().collect();
+                let tmp: Vec<Key> = t.keys().filter(|k| k.starts_with(b"tmp")).cloned().collect();
                 for k in tmp {
                     t.remove(&k);
                 }

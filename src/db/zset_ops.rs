@@ -272,7 +272,7 @@ impl Src<'_> {
         match self {
             Src::Missing => {}
             Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
-            Src::S(s) => s.iter().for_each(|m| f(m, 1.0)),
+            Src::S(s) => s.iter().for_each(|m| f(&m.to_bytes(), 1.0)),
         }
     }
 }
