@@ -402,7 +402,7 @@ fn points_in_cell(z: &ZSetValue, cell: geohash::HashBits, shape: &Shape, out: &m
             break;
         }
         if let Some((xy, dist)) = shape.contains(score) {
-            out.push(GeoPoint { xy, dist, score, member: member.clone() });
+            out.push(GeoPoint { xy, dist, score, member: member.to_bytes() });
         }
         if limit != 0 && out.len() >= limit {
             break;

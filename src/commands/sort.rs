@@ -353,14 +353,14 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
                     z.at_rank(s)
                 };
                 while let Some(id) = cur.filter(|_| out.len() < n) {
-                    out.push(z.get(id).0.clone());
+                    out.push(z.get(id).0.to_bytes());
                     cur = if desc { z.prev(id) } else { z.next(id) };
                 }
                 out
             }
             Some(Value::List(l)) => l.iter().cloned().collect(),
             Some(Value::Set(set)) => set.iter().map(crate::db::Key::to_bytes).collect(),
-            Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| m.clone()).collect(),
+            Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| m.to_bytes()).collect(),
             _ => Vec::new(),
         }
     };

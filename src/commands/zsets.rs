@@ -444,7 +444,7 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
                 let mut v = Vec::new();
                 let mut cur = z.first_in_score(r).map(|(_, id)| id);
                 while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).1)) {
-                    v.push(z.get(id).0.clone());
+                    v.push(z.get(id).0.to_bytes());
                     cur = z.next(id);
                 }
                 v
@@ -453,7 +453,7 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
                 let mut v = Vec::new();
                 let mut cur = z.first_in_lex(r).map(|(_, id)| id);
                 while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).0)) {
-                    v.push(z.get(id).0.clone());
+                    v.push(z.get(id).0.to_bytes());
                     cur = z.next(id);
                 }
                 v
@@ -527,7 +527,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, emitkey: bool, coun
         while (out.len() as u64) < count {
             let Some(id) = (if max { z.last() } else { z.first() }) else { break };
             let (m, s) = z.get(id);
-            let m = m.clone();
+            let m = m.to_bytes();
             z.remove(&m);
             out.push((m, s));
         }
@@ -627,7 +627,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             Some(e) => pick(&e.value).ok_or(CmdError::WrongType)?,
         };
         let i = (ctx.server.random() % z.len().max(1) as u64) as usize;
-        return Ok(z.entry_at(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.clone())));
+        return Ok(z.entry_at(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.to_bytes())));
     }
     let l = arg_i64(&args[2])?;
     if l == i64::MIN {
@@ -829,14 +829,14 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let mut found: Vec<(Bytes, f64)> = Vec::new();
     if z.is_listpack() {
-        found = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        found = z.iter().map(|(m, s)| (m.to_bytes(), s)).collect();
         cursor = 0;
     } else {
         // Like Redis: at most COUNT*10 more buckets after the first, until COUNT entries
         // (a member and its score count as two).
         let mut budget = count.saturating_mul(10);
         loop {
-            cursor = z.scan_step(cursor, |m, s| found.push((m.clone(), s)));
+            cursor = z.scan_step(cursor, |m, s| found.push((m.to_bytes(), s)));
             if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
                 break;
             }

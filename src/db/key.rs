@@ -69,6 +69,12 @@ impl Key {
     }
 }
 
+impl Default for Key {
+    fn default() -> Key {
+        Key::Inline { len: 0, buf: [0; INLINE] }
+    }
+}
+
 impl From<Bytes> for Key {
     /// Short keys are copied inline (the handle, perhaps on a request's buffer, is dropped).
     fn from(bytes: Bytes) -> Key {

@@ -559,11 +559,11 @@ pub fn encode_hash<'a>(len: usize, pairs: impl Iterator<Item = (&'a [u8], &'a [u
 }
 
 /// A DUMP payload for a sorted set (binary scores).
-pub fn encode_zset<'a>(len: usize, members: impl Iterator<Item = (&'a Bytes, f64)>) -> Vec<u8> {
+pub fn encode_zset(len: usize, members: impl Iterator<Item = (impl AsRef<[u8]>, f64)>) -> Vec<u8> {
     let mut out = vec![T_ZSET_2];
     put_len(&mut out, len as u64);
     for (m, score) in members {
-        put_string(&mut out, m);
+        put_string(&mut out, m.as_ref());
         out.extend_from_slice(&score.to_le_bytes());
     }
     seal(out)

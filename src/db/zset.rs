@@ -15,14 +15,16 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use super::key::Key;
 use super::table::RawTable;
 pub use skiplist::{NodeId, SkipList};
 
-/// Heap bytes counted per element besides the member itself: the skiplist's 16-byte level-0
-/// record, back link and 32-byte member handle, a quarter of a block of upper links, the
-/// index slot (16) and bucket, the member's allocation rounding and the vectors' spare room.
-/// Measured: 1,000,000 ZADDs of 8-to-14-byte members grow the resident set by 102 B each
-/// (128 B with the earlier 88-byte nodes).
+/// Heap bytes counted per element besides a long member's own allocation
+/// ([`Key::heap_size`]; members of up to 23 bytes live in the 32-byte member slot): the
+/// skiplist's 16-byte level-0 record, back link and member slot, a quarter of a block of
+/// upper links, the index slot (16) and bucket, and the vectors' spare room. Measured:
+/// 1,000,000 ZADDs of 8-to-14-byte members grow the resident set by 85 B each (100 B while
+/// members were `Bytes` handles to allocations of their own, 128 B with 88-byte nodes).
 const ENTRY_OVERHEAD: usize = 88;
 
 /// A sorted set. `mem` is kept up to date by every mutation so memory accounting is O(1).
@@ -198,9 +200,9 @@ impl ZSetValue {
             self.listpack = false;
         }
         let score = self.stored(score);
-        let id = self.list.insert(score, Bytes::copy_from_slice(member));
+        let id = self.list.insert(score, Key::copy_from(member));
         self.dict.push(self.dict.hash(member), id);
-        self.mem += member.len() + ENTRY_OVERHEAD;
+        self.mem += Key::heap_size(member.len()) + ENTRY_OVERHEAD;
     }
 
     /// A listpack keeps scores as text, where -0 reads back as 0.
@@ -242,7 +244,7 @@ impl ZSetValue {
         let id = self.dict.remove_at(i);
         let score = self.list.get(id).1;
         self.list.remove_node(id);
-        self.mem -= member.len() + ENTRY_OVERHEAD;
+        self.mem -= Key::heap_size(member.len()) + ENTRY_OVERHEAD;
         Some(score)
     }
 
@@ -256,7 +258,7 @@ impl ZSetValue {
         self.list.at_rank(rank)
     }
 
-    pub fn get(&self, id: NodeId) -> (&Bytes, f64) {
+    pub fn get(&self, id: NodeId) -> (&Key, f64) {
         self.list.get(id)
     }
 
@@ -277,17 +279,17 @@ impl ZSetValue {
     }
 
     /// `(member, score)` in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, f64)> + '_ {
         self.list.iter()
     }
 
     /// The element at a dense position of the member table (for uniform random picks).
-    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, f64)> {
+    pub fn entry_at(&self, index: usize) -> Option<(&Key, f64)> {
         self.node_at(index).map(|id| self.list.get(id))
     }
 
     /// One step of a SCAN over the member table (Redis's cursor semantics).
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Bytes, f64)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Key, f64)) -> u64 {
         self.dict.scan_step(cursor, |id| {
             let (m, s) = self.list.get(*id);
             visit(m, s)

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::skiplist::cmp_entry;
 use super::{LexEdge, LexRange, NodeId, ScoreRange, ZSetValue};
 use crate::db::set::SetValue;
+use crate::db::Key;
 use crate::util::cstr;
 pub use crate::util::parse_scan_cursor as parse_cursor;
 
@@ -107,7 +108,7 @@ pub fn collect_range(z: &ZSetValue, spec: &Spec, rev: bool, offset: i64, mut lim
             for _ in s..=e {
                 let Some(id) = cur else { break };
                 let (m, sc) = z.get(id);
-                out.push((m.clone(), sc));
+                out.push((m.to_bytes(), sc));
                 cur = step(id);
             }
             return out;
@@ -144,7 +145,7 @@ pub fn collect_range(z: &ZSetValue, spec: &Spec, rev: bool, offset: i64, mut lim
         }
         limit -= 1;
         let (m, sc) = z.get(id);
-        out.push((m.clone(), sc));
+        out.push((m.to_bytes(), sc));
         cur = step(id);
     }
     out
@@ -158,15 +159,15 @@ pub fn random_members(z: &ZSetValue, count: usize, uniq: bool, rng: &mut impl Fn
     if count == 0 || size == 0 {
         Vec::new()
     } else if !uniq || count == 1 {
-        (0..count).filter_map(|_| z.entry_at((rng() % size as u64) as usize).map(|(m, s)| (m.clone(), s))).collect()
+        (0..count).filter_map(|_| z.entry_at((rng() % size as u64) as usize).map(|(m, s)| (m.to_bytes(), s))).collect()
     } else if count >= size {
         // Redis walks a whole sorted set from its tail.
-        let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.to_bytes(), s)).collect();
         v.reverse();
         v
     } else {
         let mut v: Vec<(Bytes, f64)> =
-            sample_distinct(size, count, rng).into_iter().filter_map(|i| z.entry_at(i).map(|(m, s)| (m.clone(), s))).collect();
+            sample_distinct(size, count, rng).into_iter().filter_map(|i| z.entry_at(i).map(|(m, s)| (m.to_bytes(), s))).collect();
         if z.is_listpack() {
             // Redis samples a listpack in its order.
             sort_pairs(&mut v);
@@ -268,11 +269,11 @@ impl Src<'_> {
         }
     }
 
-    fn for_each(&self, mut f: impl FnMut(&Bytes, f64)) {
+    fn for_each(&self, mut f: impl FnMut(&Key, f64)) {
         match self {
             Src::Missing => {}
             Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
-            Src::S(s) => s.iter().for_each(|m| f(&m.to_bytes(), 1.0)),
+            Src::S(s) => s.iter().for_each(|m| f(m, 1.0)),
         }
     }
 }
@@ -323,7 +324,7 @@ pub fn inter(srcs: &[(Src<'_>, f64)], agg: Aggregate) -> Vec<(Bytes, f64)> {
                 None => return,
             }
         }
-        out.push((m.clone(), score));
+        out.push((m.to_bytes(), score));
     });
     out
 }
@@ -335,11 +336,12 @@ pub fn union(srcs: &[(Src<'_>, f64)], agg: Aggregate) -> Vec<(Bytes, f64)> {
     for (src, w) in srcs {
         src.for_each(|m, s| {
             let score = weighted(s, *w);
-            match acc.get(m) {
+            match acc.get(&m[..]) {
                 Some(&i) => aggregate(&mut out[i].1, score, agg),
                 None => {
+                    let m = m.to_bytes();
                     acc.insert(m.clone(), out.len());
-                    out.push((m.clone(), score));
+                    out.push((m, score));
                 }
             }
         });
@@ -355,7 +357,7 @@ pub fn diff(srcs: &[(Src<'_>, f64)]) -> Vec<(Bytes, f64)> {
     };
     first.for_each(|m, s| {
         if srcs[1..].iter().all(|(src, _)| src.score(m).is_none()) {
-            out.push((m.clone(), s));
+            out.push((m.to_bytes(), s));
         }
     });
     out

@@ -20,7 +20,7 @@
 
 use std::cmp::Ordering;
 
-use bytes::Bytes;
+use crate::db::Key;
 
 const MAX_LEVEL: usize = 32;
 const NIL: u32 = u32::MAX;
@@ -62,7 +62,7 @@ const LINKS: usize = 2;
 pub struct SkipList {
     hot: Vec<Hot>,
     back: Vec<NodeId>,
-    members: Vec<Bytes>,
+    members: Vec<Key>,
     upper: Vec<Link>,
     /// Freed blocks by level, for reuse.
     upper_free: Vec<Vec<u32>>,
@@ -95,7 +95,7 @@ impl SkipList {
         let mut list = SkipList {
             hot: vec![Hot { up: HEAD, ..EMPTY_HOT }],
             back: vec![NIL],
-            members: vec![Bytes::new()],
+            members: vec![Key::default()],
             upper: Vec::new(),
             upper_free: Vec::new(),
             free: Vec::new(),
@@ -202,7 +202,7 @@ impl SkipList {
     }
 
     /// The member and score of a node.
-    pub fn get(&self, id: NodeId) -> (&Bytes, f64) {
+    pub fn get(&self, id: NodeId) -> (&Key, f64) {
         (&self.members[id as usize], self.hot[id as usize].score)
     }
 
@@ -224,7 +224,7 @@ impl SkipList {
         (b != NIL).then_some(b)
     }
 
-    fn alloc(&mut self, score: f64, member: Bytes, level: usize) -> NodeId {
+    fn alloc(&mut self, score: f64, member: Key, level: usize) -> NodeId {
         let id = match self.free.pop() {
             Some(id) => {
                 self.back[id as usize] = NIL;
@@ -244,7 +244,7 @@ impl SkipList {
     }
 
     /// Inserts a member that is not present yet.
-    pub fn insert(&mut self, score: f64, member: Bytes) -> NodeId {
+    pub fn insert(&mut self, score: f64, member: Key) -> NodeId {
         // update[0] is a node, update[i > 0] a block; rank[i] counts the steps to it.
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
@@ -340,7 +340,7 @@ impl SkipList {
     }
 
     /// Removes the node `id`; returns its member.
-    pub fn remove_node(&mut self, id: NodeId) -> Option<Bytes> {
+    pub fn remove_node(&mut self, id: NodeId) -> Option<Key> {
         let update = self.path_to(id)?;
         Some(self.unlink(id, &update))
     }
@@ -366,7 +366,7 @@ impl SkipList {
     }
 
     /// Unlinks `target`, whose predecessors are in `update` (from `path_to`).
-    fn unlink(&mut self, target: NodeId, update: &[u32; MAX_LEVEL]) -> Bytes {
+    fn unlink(&mut self, target: NodeId, update: &[u32; MAX_LEVEL]) -> Key {
         let Hot { next, up: tb, .. } = self.hot[target as usize];
         self.hot[update[0] as usize].next = next;
         for (i, &ub) in update.iter().enumerate().take(self.level).skip(1) {
@@ -476,7 +476,7 @@ impl SkipList {
     }
 
     /// Every `(member, score)` in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, f64)> + '_ {
         let mut cur = self.first();
         std::iter::from_fn(move || {
             let id = cur?;
@@ -566,7 +566,7 @@ mod tests {
                 let score = (next() % 500) as f64;
                 match model.get(&member).copied() {
                     None => {
-                        let id = list.insert(score, Bytes::from(member.clone()));
+                        let id = list.insert(score, Key::copy_from(&member));
                         model.insert(member, (score, id));
                     }
                     Some((_, id)) if step % 3 == 0 => {
