@@ -1212,3 +1212,77 @@ fn big_keys_stay_fast() {
     let r = conn.call(&[&b"OBJECT"[..], b"ENCODING", b"si"]).unwrap();
     assert_eq!(r.value.as_bytes(), Some(&b"hashtable"[..]));
 }
+
+/// Keys, set members and sorted-set members of 22, 23 and 24 bytes (the longest kept inside
+/// a table slot is 23, see src/db/key.rs) and 40 bytes, through every path that stores,
+/// finds, moves, returns or serializes them.
+#[test]
+fn keys_and_members_at_the_inline_length_limit() {
+    let mut d = start();
+    let names: Vec<String> = [22usize, 23, 24, 40].iter().map(|&n| format!("{:x<1$}", n, n)).collect();
+    let (a, b, c, e) = (&names[0], &names[1], &names[2], &names[3]);
+    let text = format!(
+        "SADD {b} {a} {b} {c} {e}\n\
+         SADD {b} {a} {e}\n\
+         SISMEMBER {b} {c}\n\
+         SMISMEMBER {b} {a} {b} {c} {e} zz\n\
+         ~SMEMBERS {b}\n\
+         OBJECT ENCODING {b}\n\
+         SMOVE {b} {c} {a}\n\
+         SMOVE {b} {c} {e}\n\
+         ~SMEMBERS {c}\n\
+         SADD {e} {a} {b} 1 2\n\
+         ~SINTER {b} {e}\n\
+         SINTERSTORE {a} {b} {e}\n\
+         ~SMEMBERS {a}\n\
+         ~SUNION {b} {e} {c}\n\
+         SREM {b} {b} {e}\n\
+         ~SMEMBERS {b}\n\
+         SORT {e} ALPHA\n\
+         ZADD {c}z 1 {a} 1 {b} 1 {c} 1 {e} 0 x\n\
+         ZADD {c}z 2 {b}\n\
+         ZRANGE {c}z 0 -1 WITHSCORES\n\
+         ZSCORE {c}z {c}\n\
+         ZRANK {c}z {e}\n\
+         ZRANGEBYLEX {c}z [{a} [{c}\n\
+         ZUNIONSTORE {e}u 2 {c}z {e}\n\
+         ZRANGE {e}u 0 -1 WITHSCORES\n\
+         ZPOPMIN {c}z 2\n\
+         ZREM {c}z {e}\n\
+         ZRANGE {c}z 0 -1 WITHSCORES\n\
+         SET {a}s v\n\
+         SET {b}s v EX 100\n\
+         RENAME {a}s {e}s\n\
+         RENAME {b}s {c}\n\
+         TYPE {c}\n\
+         EXISTS {a} {b} {c} {e} {a}s {e}s\n\
+         ~KEYS *\n\
+         DEL {a} {e}s"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    both_protocols(&mut d, "inline length limit", &lines);
+    // A DUMP payload made by either server restores on both, members intact.
+    for from in [0, 1] {
+        d.on(0);
+        ok(&mut d, &cmd("FLUSHALL"));
+        ok(&mut d, &cmd(&format!("SADD {b} {a} {b} {c} {e}")));
+        ok(&mut d, &cmd(&format!("ZADD {a} 1 {a} 2 {b} 3 {c} 4 {e}")));
+        for key in [b, a] {
+            let (redis, ours) = d.conns(0);
+            let payload = match [redis, ours][from].call(&cmd(&format!("DUMP {key}"))).map(|r| r.value) {
+                Ok(Resp::Blob(b'$', p)) => p,
+                other => panic!("DUMP {key}: {other:?}"),
+            };
+            let restore = vec![b"RESTORE".to_vec(), format!("{key}r").into_bytes(), b"0".to_vec(), payload];
+            let (redis, ours) = d.conns(0);
+            for (name, conn) in [("redis", redis), ("vermilion", ours)] {
+                assert_eq!(
+                    conn.call(&restore).map(|r| r.raw),
+                    Ok(b"+OK\r\n".to_vec()),
+                    "RESTORE {key}r on {name}, payload of server {from}"
+                );
+            }
+        }
+        d.assert_script("restored", &[&format!("~SMEMBERS {b}r"), &format!("ZRANGE {a}r 0 -1 WITHSCORES")]);
+    }
+}
