@@ -592,10 +592,11 @@ impl Keyspace {
                 }
                 let mut expired_here = 0;
                 for _ in 0..sample {
-                    let Some(key) = self.dbs[db].random_volatile_key(rng()).map(Key::to_bytes) else {
+                    let Some(key) = self.dbs[db].random_volatile_key(rng()) else {
                         break;
                     };
-                    if self.dbs[db].peek(&key).is_some_and(|e| Db::is_expired(e, now_ms)) {
+                    if self.dbs[db].peek(key).is_some_and(|e| Db::is_expired(e, now_ms)) {
+                        let key = key.to_bytes();
                         self.dbs[db].remove(&key);
                         self.stats.expired_keys += 1;
                         self.note_expired(db, key);

@@ -101,7 +101,7 @@ impl SetValue {
     pub fn add(&mut self, member: &[u8], max_intset: u64) -> bool {
         match self.items.probe(member) {
             (_, Some(_)) => false,
-            (hash, None) => self.push_new(hash, Bytes::copy_from_slice(member), max_intset),
+            (hash, None) => self.push_new(hash, Key::copy_from(member), max_intset),
         }
     }
 
