@@ -4,6 +4,8 @@
 # redis-cli processes parsing and printing every message the row measured them, not the
 # server (Vermilion's CPU per PUBLISH was half Redis's while the ratio swung 0.64-1.3).
 # Each row is the best of ROUNDS alternating runs per server (the VM's noise is +-10%).
+# With PIN=1 (benches/common.sh) both servers run on CPU 1, and redis-benchmark, the
+# subscribers and txbench on CPU 0 (unpinned, the 1-subscriber P=16 row read 0.86-1.28).
 # Usage: benches/compare-pubsub.sh [requests] [clients] [rounds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,9 +16,9 @@ cargo build --release --quiet --bin vermilion-server --example txbench --example
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
-setsid redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid "${SERVER_CPU[@]}" redis-server --port "$RPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 RPID=$!
-setsid target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+setsid "${SERVER_CPU[@]}" target/release/vermilion-server --port "$VPORT" --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 VPID=$!
 SUBS=()
 trap 'kill $RPID $VPID "${SUBS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -24,12 +26,12 @@ for p in "$RPORT" "$VPORT"; do
   ready "$p"
 done
 # rps_at PIPELINE PORT: PUBLISH requests per second.
-rps_at() { { redis-benchmark -p "$2" -c "$CLIENTS" -n "$N" -P "$1" --csv PUBLISH bench-channel hello-subscribers 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'; }
+rps_at() { { "${CLIENT_CPU[@]}" redis-benchmark -p "$2" -c "$CLIENTS" -n "$N" -P "$1" --csv PUBLISH bench-channel hello-subscribers 2>/dev/null || true; } | awk -F'"' 'NR==2 {print $4}'; }
 printf '%-12s %4s %12s %12s %7s\n' subscribers P redis vermilion ratio
 have=0
 for subs in 1 50; do
   for p in "$RPORT" "$VPORT"; do
-    target/release/examples/subdrain "$p" $((subs - have)) bench-channel &
+    "${CLIENT_CPU[@]}" target/release/examples/subdrain "$p" $((subs - have)) bench-channel &
     SUBS+=($!)
   done
   have=$subs
@@ -51,5 +53,5 @@ done
 
 echo
 printf '%-22s %12s %12s %7s\n' test redis vermilion ratio
-txbench() { target/release/examples/txbench "$1" 50 2000; }
+txbench() { "${CLIENT_CPU[@]}" target/release/examples/txbench "$1" 50 2000; }
 row "multi_5_incr_exec tx/s" txbench
