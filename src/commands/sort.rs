@@ -359,7 +359,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
                 out
             }
             Some(Value::List(l)) => l.iter().cloned().collect(),
-            Some(Value::Set(set)) => set.iter().map(crate::db::Key::to_bytes).collect(),
+            Some(Value::Set(set)) => set.iter().map(|m| m.to_bytes()).collect(),
             Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| m.to_bytes()).collect(),
             _ => Vec::new(),
         }

@@ -63,8 +63,8 @@ impl Key {
 
     pub fn into_bytes(self) -> Bytes {
         match self {
-            Key::Inline { .. } => Bytes::copy_from_slice(self.as_slice()),
             Key::Heap(b) => b,
+            inline => inline.to_bytes(),
         }
     }
 }
@@ -79,18 +79,6 @@ impl From<Bytes> for Key {
     /// Short keys are copied inline (the handle, perhaps on a request's buffer, is dropped).
     fn from(bytes: Bytes) -> Key {
         Self::inline(&bytes).unwrap_or(Key::Heap(bytes))
-    }
-}
-
-impl From<&[u8]> for Key {
-    fn from(bytes: &[u8]) -> Key {
-        Key::copy_from(bytes)
-    }
-}
-
-impl From<Key> for Bytes {
-    fn from(key: Key) -> Bytes {
-        key.into_bytes()
     }
 }
 
@@ -121,33 +109,9 @@ impl PartialEq for Key {
 
 impl Eq for Key {}
 
-impl PartialEq<[u8]> for Key {
-    fn eq(&self, other: &[u8]) -> bool {
-        self.as_slice() == other
-    }
-}
-
-impl PartialEq<Bytes> for Key {
-    fn eq(&self, other: &Bytes) -> bool {
-        self.as_slice() == &other[..]
-    }
-}
-
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.as_slice().hash(state)
-    }
-}
-
-impl PartialOrd for Key {
-    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Key {
-    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
-        self.as_slice().cmp(other.as_slice())
     }
 }
 

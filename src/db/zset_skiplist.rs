@@ -411,7 +411,7 @@ impl SkipList {
     pub fn rank(&self, score: f64, member: &[u8]) -> Option<usize> {
         let (count, last) = self.prefix(|s, m| cmp_entry(s, m, score, member) != Ordering::Greater);
         let (m, s) = self.get(last?);
-        (s == score && m == member).then(|| count - 1)
+        (s == score && m[..] == *member).then(|| count - 1)
     }
 
     /// The node at 0-based `rank`.
