@@ -132,6 +132,12 @@ impl Inbox {
         })
     }
 
+    /// Whether a request is waiting, after letting the connections read what the sockets hold.
+    pub fn poll_ready(&self) -> bool {
+        self.drive_network();
+        !self.kept.borrow().is_empty() || !self.rx.borrow().is_empty()
+    }
+
     pub fn try_next(&self) -> Option<Request> {
         if let Some(req) = self.kept.borrow_mut().pop_front() {
             return Some(req);

@@ -181,6 +181,10 @@ pub struct Executor {
     repl_flush_due: Option<Instant>,
     /// Clients whose replies wait for a failed log write to succeed.
     held: Vec<ClientId>,
+    /// Subscribers whose pushes wait for the batches that follow (see `release_batch`),
+    /// and since when.
+    later: Vec<ClientId>,
+    later_since: Option<Instant>,
     /// A log operation asked for during the running top-level command, and whether its
     /// result is that command's reply (see `execute`).
     deferred_persist: Option<(crate::state::PersistRequest, bool)>,
@@ -255,6 +259,8 @@ impl Executor {
             want_acks: false,
             repl_flush_due: None,
             held: Vec::new(),
+            later: Vec::new(),
+            later_since: None,
             loading_progress: (0, Instant::now()),
             deferred_persist: None,
             wake_tx: None,
@@ -336,7 +342,7 @@ impl Executor {
                             None => break,
                         }
                     }
-                    self.release_replies();
+                    self.release_batch(&inbox);
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
