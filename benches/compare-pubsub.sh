@@ -6,13 +6,15 @@
 # Each row is the best of ROUNDS alternating runs per server (the VM's noise is +-10%).
 # With PIN=1 (benches/common.sh) both servers run on CPU 1, and redis-benchmark, the
 # subscribers and txbench on CPU 0 (unpinned, the 1-subscriber P=16 row read 0.86-1.28).
+# After the throughput rows, the delivery latency of a probe channel under the
+# 50-subscriber load (examples/publat).
 # Usage: benches/compare-pubsub.sh [requests] [clients] [rounds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
 CLIENTS=${2:-50}
 ROUNDS=${3:-3}
-cargo build --release --quiet --bin vermilion-server --example txbench --example subdrain
+cargo build --release --quiet --bin vermilion-server --example txbench --example subdrain --example publat
 . benches/common.sh
 RPORT=$(port); VPORT=$(port)
 WORK=$(mktemp -d)
@@ -49,6 +51,21 @@ for subs in 1 50; do
   for pl in 1 16; do
     ROW_WIDTH=17 row "$(printf '%-12s %4s' "$subs" "$pl")" rps_at "$pl"
   done
+done
+
+# What a subscriber waits for its messages under that load: examples/publat publishes a
+# timestamp every ms on a channel of its own and its subscriber takes the time to arrival,
+# for 1.5 s of the 50-subscriber P=1 load (the server keeps pushes back for up to 200 us
+# while requests keep coming: this shows what that costs, or saves, in delivery time).
+echo
+echo "delivery latency (us) during the 50-subscriber P=1 load: messages p50 p99 p99.9 max"
+for p in "$RPORT" "$VPORT"; do
+  "${CLIENT_CPU[@]}" redis-benchmark -p "$p" -c "$CLIENTS" -n "$N" -P 1 -q PUBLISH bench-channel hello-subscribers >/dev/null 2>&1 &
+  load=$!
+  sleep 0.2
+  lat=$("${CLIENT_CPU[@]}" target/release/examples/publat "$p" 1.5 1000 || true)
+  wait "$load" || true
+  printf '%-12s %s\n' "$([ "$p" = "$RPORT" ] && echo redis || echo vermilion)" "$lat"
 done
 
 echo
