@@ -196,6 +196,13 @@ pub fn sha1_hex(data: &[u8]) -> String {
     crate::util::hex(&Sha1::digest(data))
 }
 
+/// The SHA1 of `data` in lowercase hex, on the stack.
+fn sha1_hex40(data: &[u8]) -> [u8; 40] {
+    let mut out = [0u8; 40];
+    crate::util::hex_into(&Sha1::digest(data), &mut out);
+    out
+}
+
 impl ScriptEngine {
     pub fn new(watch: Arc<ScriptWatch>) -> mlua::Result<ScriptEngine> {
         let (lua, runner) = sandbox::new_state(sandbox::Kind::Eval)?;
@@ -215,10 +222,11 @@ impl ScriptEngine {
     /// Compiles and caches `body` (EVAL, SCRIPT LOAD); returns the cached script. Errors are
     /// Redis's reply texts.
     pub fn load(&mut self, body: &[u8]) -> Result<&Script, String> {
-        let sha = sha1_hex(body);
-        if let Some(&at) = self.index.get(&sha) {
+        let sha40 = sha1_hex40(body);
+        if let Some(at) = self.find(&sha40) {
             return Ok(&self.scripts[at]);
         }
+        let sha = String::from_utf8_lossy(&sha40).into_owned();
         let flags = ScriptFlags::parse(body).map_err(|e| format!("ERR {e}"))?;
         // The shebang line stays as a comment, so line numbers match the user's file.
         let source: std::borrow::Cow<[u8]> = if flags.compat { body.into() } else { [b"--", &body[2..]].concat().into() };
@@ -244,14 +252,20 @@ impl ScriptEngine {
         }
         lower.copy_from_slice(sha);
         lower.make_ascii_lowercase();
+        self.scripts.get(self.find(&lower)?)
+    }
+
+    /// The position of the script whose lowercase SHA1 is `lower`; the last one found is
+    /// remembered, so a client repeating one script costs no hash lookup.
+    fn find(&self, lower: &[u8; 40]) -> Option<usize> {
         if let Some((last, at)) = self.last.get() {
-            if last == lower {
-                return self.scripts.get(at);
+            if last == *lower {
+                return Some(at);
             }
         }
-        let at = *self.index.get(std::str::from_utf8(&lower).ok()?)?;
-        self.last.set(Some((lower, at)));
-        self.scripts.get(at)
+        let at = *self.index.get(std::str::from_utf8(lower).ok()?)?;
+        self.last.set(Some((*lower, at)));
+        Some(at)
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
