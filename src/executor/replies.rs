@@ -156,6 +156,11 @@ impl Executor {
     fn release_later(&mut self) {
         self.later_since = None;
         for id in std::mem::take(&mut self.later) {
+            // A client kept back may since have run a write whose record is not durable
+            // yet (a RESP3 subscriber can): it waits in `held` with its pushes, in order.
+            if self.server.clients.get(&id).is_some_and(|c| self.must_wait_for_log(c)) {
+                continue;
+            }
             self.release_client(id);
         }
     }
