@@ -129,6 +129,10 @@ pub struct ConnFlags {
     pub resp3: AtomicBool,
 }
 
+/// The output buffer a client keeps between batches (a bigger one, a large reply, is let go),
+/// and the most a client's pushes may hold while kept back for the batches that follow.
+pub const OUT_KEEP_BYTES: usize = 16 * 1024;
+
 /// One connected client, as the executor sees it.
 pub struct Client {
     pub id: ClientId,
@@ -160,7 +164,9 @@ pub struct Client {
     /// Replies accumulated during the current batch.
     pub out: Vec<u8>,
     /// Listed for release with this batch by a push (PUBLISH): further pushes before the
-    /// release need not list it again. Cleared whenever its output is sent.
+    /// release need not list it again, unless they take its output past `OUT_KEEP_BYTES`
+    /// (the release then sends it rather than keeping it back). Cleared whenever its output
+    /// is sent.
     pub release_due: bool,
     pub tx: UnboundedSender<ClientOutput>,
     pub flags: Arc<ConnFlags>,

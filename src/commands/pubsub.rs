@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::{help, help_reply, CmdError, Ctx};
 use crate::glob::glob_match;
 use crate::protocol::{encode_push, ProtocolVersion, Reply};
-use crate::state::{Client, ClientId, ServerState};
+use crate::state::{Client, ClientId, ServerState, OUT_KEEP_BYTES};
 
 /// The three subscription namespaces.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -195,8 +195,11 @@ fn deliver_all(
         if let Some(c) = current.as_deref_mut().filter(|c| c.id == id) {
             msg.append_to(c);
         } else if let Some(c) = clients.get_mut(&id) {
+            let before = c.out.len();
             msg.append_to(c);
-            if !c.release_due {
+            // Listed again once when its output passes the limit of what may be kept back.
+            let grew_past = before < OUT_KEEP_BYTES && c.out.len() >= OUT_KEEP_BYTES;
+            if !c.release_due || grew_past {
                 c.release_due = true;
                 pushed.push(id);
             }

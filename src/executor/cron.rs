@@ -108,8 +108,9 @@ impl Executor {
             self.close_aof();
             // Everything is on disk now: replies that waited for it go before the close.
             self.touched.append(&mut self.held);
-            self.release_replies();
         }
+        // Pushes kept back go too: their publishers were told they were delivered.
+        self.release_replies();
         for client in self.server.clients.values() {
             let _ = client.tx.send(ClientOutput::Close(Vec::new()));
         }

@@ -328,6 +328,7 @@ impl Executor {
             }
             if self.rewriting() {
                 // A rewrite in progress: serialize a slice, and come back at once if idle.
+                self.release_later();
                 self.rewrite_tick(Duration::from_micros(REWRITE_SLICE_US));
                 if self.rewriting() {
                     wait = Duration::ZERO;
@@ -369,6 +370,7 @@ impl Executor {
                 return;
             }
             if Instant::now() >= next_cron {
+                self.release_later();
                 self.cron(hz);
                 next_cron = Instant::now() + Duration::from_micros(1_000_000 / hz);
             }

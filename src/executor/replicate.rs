@@ -514,6 +514,8 @@ impl Executor {
             return;
         }
         log::notice("MASTER <-> REPLICA sync: Flushing old data");
+        // What clients are owed leaves before connections start answering LOADING.
+        self.release_replies();
         let started = std::time::Instant::now();
         self.server.limits.loading.store(true, Ordering::Release);
         let result = self.load_snapshot(&replid, offset, &path);

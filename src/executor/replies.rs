@@ -4,10 +4,7 @@
 
 use super::Executor;
 use crate::log;
-use crate::state::{Client, ClientId, ClientOutput, OutputLimit};
-
-/// The output buffer a client keeps between batches; a bigger one (a large reply) is let go.
-const OUT_KEEP_BYTES: usize = 16 * 1024;
+use crate::state::{Client, ClientId, ClientOutput, OutputLimit, OUT_KEEP_BYTES};
 
 /// How long a subscriber's pushes may wait for the batches that follow while requests keep
 /// coming (see `release_batch`).
@@ -152,8 +149,9 @@ impl Executor {
         }
     }
 
-    /// Sends the pushes kept back by `release_batch`.
-    fn release_later(&mut self) {
+    /// Sends the pushes kept back by `release_batch` (before anything that may take time:
+    /// the cron, a rewrite step, a busy script's answers, loading a snapshot, shutdown).
+    pub(super) fn release_later(&mut self) {
         self.later_since = None;
         for id in std::mem::take(&mut self.later) {
             // A client kept back may since have run a write whose record is not durable
@@ -176,8 +174,14 @@ impl Executor {
         self.clock_mark = None;
         // The batch's records reach the log (and the disk, per appendfsync) before any of
         // its replies leave; if the write fails, the replies that depend on it wait.
+        // Clients that waited for the log owe a reply (one sent early, before they blocked,
+        // leaves with the records), whatever else their output holds: never kept back.
+        let mut was_held = Vec::new();
         if self.logging() {
             self.flush_log();
+            if may_hold_pushes {
+                was_held.extend_from_slice(&self.held);
+            }
             self.touched.append(&mut self.held);
             let mut waiting = std::mem::take(&mut self.touched);
             waiting.sort_unstable();
@@ -213,7 +217,7 @@ impl Executor {
         }
         for id in pushes_only {
             let small = self.server.clients.get(&id).is_some_and(|c| c.out.len() < OUT_KEEP_BYTES);
-            if may_hold_pushes && small {
+            if may_hold_pushes && small && !was_held.contains(&id) {
                 self.later.push(id);
             } else {
                 self.release_client(id);

@@ -433,24 +433,28 @@ pub(crate) fn install_hook(lua: &Lua) -> mlua::Result<()> {
             }
             return Ok(VmState::Continue);
         }
-        let pump = {
+        let (pump, now_busy) = {
             let Some(mut run) = lua.app_data_mut::<RunState>().filter(|r| r.active) else { return Ok(VmState::Continue) };
             let elapsed = run.started.elapsed().as_millis() as u64;
+            let mut now_busy = None;
             if !run.timed_out && run.busy_threshold_ms > 0 && elapsed >= run.busy_threshold_ms {
                 run.timed_out = true;
-                run.watch.set_timed_out();
+                now_busy = Some(run.watch.clone());
                 crate::log::warning(&format!(
                     "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: {}.",
                     run.sha
                 ));
             }
-            if run.timed_out {
-                run.busy_pump.clone()
-            } else {
-                None
-            }
+            (if run.timed_out { run.busy_pump.clone() } else { None }, now_busy)
         };
         // The RunState borrow is released: the pump and the host do not touch Lua.
+        if let Some(watch) = now_busy {
+            // What other clients are owed (replies and pushes of earlier batches) leaves
+            // before any BUSY answer: connection tasks answer BUSY themselves once the watch
+            // says the script is busy.
+            api::with_host(|host| host.busy());
+            watch.set_timed_out();
+        }
         if let Some(pump) = pump {
             pump();
             // No `redis.call` (the other user of the host) is in progress inside a hook.
