@@ -392,6 +392,73 @@ fn list_random() {
     assert!(n > 100, "only {n} commands ran");
 }
 
+/// Lists long enough to span many of the server's 8 KB chunks (elements of 0 to 3,000 bytes,
+/// pushed at both ends, so chunks of both orientations), then random reads and changes at
+/// any position: LINDEX/LRANGE windows, LSET/LINSERT/LREM in the middle, LTRIM, LPOS, moves
+/// between lists, SORT. Every reply is compared with redis-server's.
+#[test]
+fn list_random_long() {
+    let big = "b".repeat(3000);
+    let mid = "m".repeat(700);
+    let mut step = 0u64;
+    let n = random_run("long lists", Duration::from_secs(6), |r| {
+        step += 1;
+        let k = r.pick(&["la", "lb"]).to_string();
+        let elem = |r: &mut Rng| -> String {
+            match r.below(12) {
+                0 => big.clone(),
+                1 => mid.clone(),
+                2 => String::new(),
+                3 | 4 => "same".into(),
+                _ => format!("e{}", r.below(5000)),
+            }
+        };
+        // Fill first: 60 pushes of 50 elements.
+        if step <= 60 {
+            let mut v = vec![if step.is_multiple_of(3) { "LPUSH" } else { "RPUSH" }.to_string(), k];
+            v.extend((0..50).map(|_| elem(r)));
+            return v;
+        }
+        let pos = |r: &mut Rng| -> String {
+            let p = r.below(4000) as i64;
+            if r.below(2) == 0 { p } else { -p - 1 }.to_string()
+        };
+        match r.below(16) {
+            0 => vec!["LINDEX".into(), k, pos(r)],
+            1 => {
+                let a = pos(r);
+                let b = (a.parse::<i64>().unwrap_or(0) + r.below(40) as i64).to_string();
+                vec!["LRANGE".into(), k, a, b]
+            }
+            2 => vec!["LSET".into(), k, pos(r), elem(r)],
+            3 => vec!["LINSERT".into(), k, r.pick(&["BEFORE", "AFTER"]).into(), format!("e{}", r.below(5000)), elem(r)],
+            4 => vec!["LREM".into(), k, r.pick(&["0", "2", "-2", "1"]).into(), r.pick(&["same", "", "e7"]).into()],
+            5 if r.below(8) == 0 => vec!["LTRIM".into(), k, r.below(50).to_string(), (-1 - r.below(50) as i64).to_string()],
+            6 => vec![
+                "LPOS".into(),
+                k,
+                r.pick(&["same", "e42", ""]).into(),
+                "RANK".into(),
+                r.pick(&["1", "-1", "3", "-4"]).into(),
+                "COUNT".into(),
+                r.int(5),
+            ],
+            7 => vec!["LPOS".into(), k, "same".into(), "MAXLEN".into(), r.below(3000).to_string()],
+            8 => vec![r.pick(&["LPOP", "RPOP"]).into(), k, r.below(5).to_string()],
+            9 => {
+                vec!["LMOVE".into(), k, r.pick(&["la", "lb"]).into(), r.pick(&["LEFT", "RIGHT"]).into(), r.pick(&["LEFT", "RIGHT"]).into()]
+            }
+            10 => vec![r.pick(&["LPUSH", "RPUSH"]).into(), k, elem(r), elem(r)],
+            11 => vec!["LLEN".into(), k],
+            12 => vec!["SORT".into(), k, "BY".into(), "nosort".into(), "LIMIT".into(), r.below(3000).to_string(), "5".into()],
+            13 => vec!["LRANGE".into(), k, "0".into(), "-1".into()],
+            14 => vec!["LRANGE".into(), k, "-5".into(), "-1".into()],
+            _ => vec!["LINDEX".into(), k, r.pick(&["0", "-1", "1", "-2"]).into()],
+        }
+    });
+    assert!(n > 200, "only {n} commands ran");
+}
+
 #[test]
 fn list_big_is_fast() {
     let server = common::Server::start(&[]);

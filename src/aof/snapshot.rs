@@ -70,7 +70,7 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
             e.put(&T_LIST);
             e.put(&(l.len() as u64));
             for item in l.iter() {
-                e.put(&item[..]);
+                e.put(item);
             }
         }
         Value::Set(s) => {

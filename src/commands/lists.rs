@@ -229,7 +229,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     };
     Ok(Reply::Array(match normalize_range(start, end, l.len()) {
         None => Vec::new(),
-        Some((s, e)) => l.range(s, e).map(|b| Reply::Bulk(b.clone())).collect(),
+        Some((s, e)) => l.range_bytes(s, e).map(Reply::Bulk).collect(),
     }))
 }
 
@@ -250,7 +250,7 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Ok(Reply::Nil);
     };
     let index = index?;
-    Ok(position(index, l.len()).and_then(|i| l.get(i)).map_or(Reply::Nil, |b| Reply::Bulk(b.clone())))
+    Ok(position(index, l.len()).and_then(|i| l.get(i)).map_or(Reply::Nil, |b| Reply::Bulk(Bytes::copy_from_slice(b))))
 }
 
 /// ```text
@@ -291,7 +291,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     };
     let (pivot, item) = (&args[3][..], &args[4][..]);
     let r = modify(ctx, &args[1], pick_mut, is_empty, |l| {
-        let found = l.iter().position(|x| &x[..] == pivot);
+        let found = l.iter().position(|x| x == pivot);
         match found {
             Some(i) => {
                 l.insert(if after { i + 1 } else { i }, Bytes::copy_from_slice(item));
@@ -324,8 +324,8 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         // Mark the matches to remove, scanning from the chosen end.
         let mut drop = vec![false; len];
         let mut removed = 0u64;
-        let mut visit = |i: usize, x: &Bytes| {
-            if (limit == 0 || removed < limit) && &x[..] == elem {
+        let mut visit = |i: usize, x: &[u8]| {
+            if (limit == 0 || removed < limit) && x == elem {
                 drop[i] = true;
                 removed += 1;
             }
@@ -421,12 +421,12 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let len = l.len();
     let mut found = Vec::new();
     let mut matches = 0i64;
-    let iter: Box<dyn Iterator<Item = &Bytes>> = if from_tail { Box::new(l.iter().rev()) } else { Box::new(l.iter()) };
+    let iter: Box<dyn Iterator<Item = &[u8]>> = if from_tail { Box::new(l.iter().rev()) } else { Box::new(l.iter()) };
     for (index, x) in iter.enumerate() {
         if maxlen != 0 && index as i64 >= maxlen {
             break;
         }
-        if &x[..] != elem {
+        if x != elem {
             continue;
         }
         matches += 1;

@@ -337,9 +337,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
                     Vec::new()
                 } else if desc {
                     let total = l.len();
-                    l.range(total - s - n, total - s - 1).rev().cloned().collect()
+                    l.range(total - s - n, total - s - 1).rev().map(Bytes::copy_from_slice).collect()
                 } else {
-                    l.range(s, s + n - 1).cloned().collect()
+                    l.range(s, s + n - 1).map(Bytes::copy_from_slice).collect()
                 }
             }
             Some(Value::ZSet(z)) if direct => {
@@ -358,7 +358,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
                 }
                 out
             }
-            Some(Value::List(l)) => l.iter().cloned().collect(),
+            Some(Value::List(l)) => l.iter().map(Bytes::copy_from_slice).collect(),
             Some(Value::Set(set)) => set.iter().map(|m| m.to_bytes()).collect(),
             Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| m.to_bytes()).collect(),
             _ => Vec::new(),

@@ -1,24 +1,160 @@
-//! The list value type: a `VecDeque` of elements (O(1) push/pop at both ends and O(1) access
-//! by index), with a running memory estimate. Redis 7.0 reports every list as `quicklist`
-//! (the `listpack` list encoding only arrived in 7.2), whatever its size.
+//! The list value type: elements packed back to back in chunks of up to 8 KB (Redis's
+//! quicklist of listpacks, `list-max-listpack-size -2`), with a running memory estimate.
+//! A `VecDeque` of `Bytes` cost 48.8 bytes of memory per 3-byte element (a 32-byte handle and
+//! an allocation each) against Redis's 5.3; a chunk costs the element's bytes and a 4-byte end
+//! offset. Push and pop at both ends are O(1): a chunk grown by pushes at the head stores its
+//! elements in reverse, and a pop at a chunk's physical start only moves its `start`. Access
+//! by index walks the chunks (O(n / chunk)), as Redis's does. Redis 7.0 reports every list as
+//! `quicklist` (the `listpack` list encoding only arrived in 7.2), whatever its size.
 
 use std::collections::VecDeque;
+use std::fmt;
 
 use bytes::Bytes;
 
-/// Estimated bytes of bookkeeping per element (the `Bytes` handle and its allocation header).
-const ITEM_OVERHEAD: usize = 40;
+/// Element bytes a chunk takes before the next push starts a new one.
+const CHUNK_BYTES: usize = 8192;
 
-fn item_mem(item: &[u8]) -> usize {
-    item.len() + ITEM_OVERHEAD
+/// Estimated bytes of bookkeeping per element (its end offset and the buffers' slack) and
+/// per chunk (its buffers' headers and the deque's slot).
+const ITEM_OVERHEAD: usize = 6;
+const CHUNK_OVERHEAD: usize = 96;
+
+/// Elements back to back in `data`; `ends[p]` is where physical element `p` ends. Physical
+/// elements before `start` were popped (their bytes stay until the chunk is rebuilt or
+/// emptied). A `reversed` chunk holds its logical elements in reverse physical order, so
+/// pushes at the list's head append to it.
+#[derive(Clone, Default)]
+struct Chunk {
+    data: Vec<u8>,
+    ends: Vec<u32>,
+    start: usize,
+    reversed: bool,
 }
 
-/// A list value. `mem` is kept up to date by every mutation so memory accounting is O(1).
-#[derive(Debug, Clone, PartialEq, Default)]
+impl Chunk {
+    fn len(&self) -> usize {
+        self.ends.len() - self.start
+    }
+
+    fn phys(&self, p: usize) -> &[u8] {
+        let from = if p == 0 { 0 } else { self.ends[p - 1] as usize };
+        &self.data[from..self.ends[p] as usize]
+    }
+
+    /// Logical element `i` of this chunk.
+    fn get(&self, i: usize) -> &[u8] {
+        if self.reversed {
+            self.phys(self.ends.len() - 1 - i)
+        } else {
+            self.phys(self.start + i)
+        }
+    }
+
+    fn fits(&self, item: &[u8]) -> bool {
+        self.ends.is_empty() || self.data.len() + item.len() <= CHUNK_BYTES
+    }
+
+    fn push_phys(&mut self, item: &[u8]) {
+        self.data.extend_from_slice(item);
+        self.ends.push(self.data.len() as u32);
+    }
+
+    /// Drops the last physical element; returns its length.
+    fn drop_phys_back(&mut self) -> usize {
+        let end = self.ends.pop().unwrap_or(0) as usize;
+        let from = self.ends.last().map_or(0, |&e| e as usize);
+        self.data.truncate(from);
+        end - from
+    }
+
+    /// Drops the first physical element left; returns its length.
+    fn drop_phys_front(&mut self) -> usize {
+        let n = self.phys(self.start).len();
+        self.start += 1;
+        n
+    }
+
+    /// Drops logical element 0 (`front`) or the last one; returns its length.
+    fn drop_end(&mut self, front: bool) -> usize {
+        if front == self.reversed {
+            self.drop_phys_back()
+        } else {
+            self.drop_phys_front()
+        }
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        self.iter_range(0, self.len())
+    }
+
+    /// Logical elements `from..to` of this chunk.
+    fn iter_range(&self, from: usize, to: usize) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        (from..to).map(move |i| self.get(i))
+    }
+}
+
+/// A change to one chunk's elements (see `ListValue::rebuild_chunk`).
+enum Edit<'a> {
+    Set(usize, &'a [u8]),
+    Insert(usize, &'a [u8]),
+    Remove(usize),
+}
+
+/// A list value. `bytes` (the elements' total length) is kept up to date by every mutation so
+/// memory accounting is O(1).
+#[derive(Clone, Default)]
 pub struct ListValue {
-    items: VecDeque<Bytes>,
-    mem: usize,
+    chunks: VecDeque<Chunk>,
+    len: usize,
+    bytes: usize,
 }
+
+impl PartialEq for ListValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for ListValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter().map(Bytes::copy_from_slice)).finish()
+    }
+}
+
+/// The elements of a list from one position to another, in order (both ways).
+pub struct Iter<'a> {
+    inner: Box<dyn DoubleEndedIterator<Item = &'a [u8]> + 'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        self.inner.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        self.inner.next_back()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 impl ListValue {
     pub fn new() -> Self {
@@ -32,105 +168,275 @@ impl ListValue {
 
     /// Approximate heap bytes held (O(1)).
     pub fn mem_usage(&self) -> usize {
-        self.mem
+        self.bytes + self.len * ITEM_OVERHEAD + self.chunks.len() * CHUNK_OVERHEAD
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len == 0
     }
 
     pub fn push_front(&mut self, item: Bytes) {
-        self.mem += item_mem(&item);
-        self.items.push_front(item);
+        self.push(true, &item);
     }
 
     pub fn push_back(&mut self, item: Bytes) {
-        self.mem += item_mem(&item);
-        self.items.push_back(item);
+        self.push(false, &item);
+    }
+
+    fn push(&mut self, front: bool, item: &[u8]) {
+        let end = if front { self.chunks.front_mut() } else { self.chunks.back_mut() };
+        match end {
+            // A head chunk grows reversed, a tail chunk in order: either way by an append.
+            Some(c) if c.reversed == front && c.fits(item) => c.push_phys(item),
+            sealed => {
+                // A chunk no longer pushed to gives back its buffers' growth slack.
+                if let Some(c) = sealed {
+                    c.data.shrink_to_fit();
+                    c.ends.shrink_to_fit();
+                }
+                let mut c = Chunk { reversed: front, ..Chunk::default() };
+                c.push_phys(item);
+                if front {
+                    self.chunks.push_front(c);
+                } else {
+                    self.chunks.push_back(c);
+                }
+            }
+        }
+        self.len += 1;
+        self.bytes += item.len();
     }
 
     pub fn pop_front(&mut self) -> Option<Bytes> {
-        let item = self.items.pop_front()?;
-        self.mem -= item_mem(&item);
+        let item = Bytes::copy_from_slice(self.chunks.front()?.get(0));
+        self.drop_end(true);
         Some(item)
     }
 
     pub fn pop_back(&mut self) -> Option<Bytes> {
-        let item = self.items.pop_back()?;
-        self.mem -= item_mem(&item);
+        let c = self.chunks.back()?;
+        let item = Bytes::copy_from_slice(c.get(c.len() - 1));
+        self.drop_end(false);
         Some(item)
     }
 
-    pub fn get(&self, index: usize) -> Option<&Bytes> {
-        self.items.get(index)
+    /// Drops the first (`front`) or last element, if any.
+    fn drop_end(&mut self, front: bool) {
+        let end = if front { self.chunks.front_mut() } else { self.chunks.back_mut() };
+        let Some(c) = end else { return };
+        let n = c.drop_end(front);
+        if c.len() == 0 {
+            if front {
+                self.chunks.pop_front();
+            } else {
+                self.chunks.pop_back();
+            }
+        }
+        self.len -= 1;
+        self.bytes -= n;
+    }
+
+    /// The chunk holding element `index` and the element's position in it; walks from the
+    /// nearer end.
+    fn locate(&self, index: usize) -> Option<(usize, usize)> {
+        if index >= self.len {
+            return None;
+        }
+        if index < self.len / 2 {
+            let mut i = index;
+            for (ci, c) in self.chunks.iter().enumerate() {
+                if i < c.len() {
+                    return Some((ci, i));
+                }
+                i -= c.len();
+            }
+        } else {
+            let mut from_end = self.len - 1 - index;
+            for (ci, c) in self.chunks.iter().enumerate().rev() {
+                if from_end < c.len() {
+                    return Some((ci, c.len() - 1 - from_end));
+                }
+                from_end -= c.len();
+            }
+        }
+        None
+    }
+
+    pub fn get(&self, index: usize) -> Option<&[u8]> {
+        let (ci, i) = self.locate(index)?;
+        Some(self.chunks[ci].get(i))
+    }
+
+    /// Rebuilds chunk `ci` with `edit` applied (one chunk's work), split when it grows past
+    /// twice the chunk size, dropped when it ends empty.
+    fn rebuild_chunk(&mut self, ci: usize, edit: Edit<'_>) {
+        let old = std::mem::take(&mut self.chunks[ci]);
+        let mut items: Vec<&[u8]> = old.iter().collect();
+        match edit {
+            Edit::Set(i, item) => items[i] = item,
+            Edit::Insert(i, item) => items.insert(i, item),
+            Edit::Remove(i) => {
+                items.remove(i);
+            }
+        }
+        let mut fresh = Vec::new();
+        let mut c = Chunk::default();
+        for item in items {
+            if !c.fits(item) {
+                fresh.push(std::mem::take(&mut c));
+            }
+            c.push_phys(item);
+        }
+        if !c.ends.is_empty() {
+            fresh.push(c);
+        }
+        self.chunks.remove(ci);
+        for (k, c) in fresh.into_iter().enumerate() {
+            self.chunks.insert(ci + k, c);
+        }
     }
 
     /// Replaces the element at `index`; false if out of range.
     pub fn set(&mut self, index: usize, item: Bytes) -> bool {
-        match self.items.get_mut(index) {
-            Some(slot) => {
-                self.mem = self.mem - item_mem(slot) + item_mem(&item);
-                *slot = item;
-                true
-            }
-            None => false,
-        }
+        let Some((ci, i)) = self.locate(index) else { return false };
+        let old_len = self.chunks[ci].get(i).len();
+        self.rebuild_chunk(ci, Edit::Set(i, &item));
+        self.bytes = self.bytes - old_len + item.len();
+        true
     }
 
     /// Inserts `item` before position `index` (`index == len` appends).
     pub fn insert(&mut self, index: usize, item: Bytes) {
-        self.mem += item_mem(&item);
-        self.items.insert(index, item);
+        if index >= self.len {
+            return self.push_back(item);
+        }
+        if index == 0 {
+            return self.push_front(item);
+        }
+        let Some((ci, i)) = self.locate(index) else { return };
+        self.rebuild_chunk(ci, Edit::Insert(i, &item));
+        self.len += 1;
+        self.bytes += item.len();
     }
 
     /// Removes the element at `index`.
     pub fn remove(&mut self, index: usize) -> Option<Bytes> {
-        let item = self.items.remove(index)?;
-        self.mem -= item_mem(&item);
+        if index == 0 {
+            return self.pop_front();
+        }
+        if index + 1 == self.len {
+            return self.pop_back();
+        }
+        let (ci, i) = self.locate(index)?;
+        let item = Bytes::copy_from_slice(self.chunks[ci].get(i));
+        self.rebuild_chunk(ci, Edit::Remove(i));
+        self.len -= 1;
+        self.bytes -= item.len();
         Some(item)
     }
 
-    /// Keeps only the elements at `start..end` (clamped to the list).
+    /// Keeps only the elements at `start..end` (clamped to the list): O(elements removed).
     pub fn keep_range(&mut self, start: usize, end: usize) {
-        let end = end.min(self.items.len());
+        let end = end.min(self.len);
         let start = start.min(end);
-        let freed: usize =
-            self.items.drain(end..).map(|i| item_mem(&i)).sum::<usize>() + self.items.drain(..start).map(|i| item_mem(&i)).sum::<usize>();
-        self.mem -= freed;
+        for _ in end..self.len {
+            self.drop_end(false);
+        }
+        for _ in 0..start {
+            self.drop_end(true);
+        }
     }
 
     /// Keeps the elements for which `keep` is true (in order).
-    pub fn retain(&mut self, mut keep: impl FnMut(usize, &Bytes) -> bool) {
-        let mut i = 0;
-        let mut freed = 0;
-        self.items.retain(|item| {
-            let k = keep(i, item);
-            i += 1;
-            if !k {
-                freed += item_mem(item);
+    pub fn retain(&mut self, mut keep: impl FnMut(usize, &[u8]) -> bool) {
+        let mut kept = ListValue::new();
+        for (i, item) in self.iter().enumerate() {
+            if keep(i, item) {
+                kept.push(false, item);
             }
-            k
+        }
+        *self = kept;
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { inner: Box::new(self.chunks.iter().flat_map(Chunk::iter)), left: self.len }
+    }
+
+    /// Calls `f` on the elements at positions `start..=end` in order (both within the list),
+    /// a plain loop over the chunks' offsets: LRANGE's path.
+    fn for_each_in(&self, start: usize, end: usize, mut f: impl FnMut(&[u8])) {
+        let Some((mut ci, mut i)) = self.locate(start) else { return };
+        let mut left = (end + 1).saturating_sub(start).min(self.len - start);
+        while left > 0 {
+            let Some(c) = self.chunks.get(ci) else { return };
+            let take = (c.len() - i).min(left);
+            if c.reversed {
+                for k in i..i + take {
+                    f(c.get(k));
+                }
+            } else {
+                // Physical order: each element starts where the previous one ended.
+                let first = c.start + i;
+                let mut from = if first == 0 { 0 } else { c.ends[first - 1] as usize };
+                for &e in &c.ends[first..first + take] {
+                    f(&c.data[from..e as usize]);
+                    from = e as usize;
+                }
+            }
+            left -= take;
+            ci += 1;
+            i = 0;
+        }
+    }
+
+    /// Copies of the elements at positions `start..=end` for a reply: slices of one buffer
+    /// (two allocations in all, where a copy each cost one per element).
+    pub fn range_bytes(&self, start: usize, end: usize) -> impl ExactSizeIterator<Item = Bytes> {
+        let mut buf = Vec::new();
+        let mut lens = Vec::new();
+        self.for_each_in(start, end, |item| {
+            buf.extend_from_slice(item);
+            lens.push(item.len());
         });
-        self.mem -= freed;
+        let all = Bytes::from(buf);
+        let mut at = 0;
+        lens.into_iter().map(move |n| {
+            at += n;
+            all.slice(at - n..at)
+        })
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Bytes> + ExactSizeIterator {
-        self.items.iter()
-    }
-
-    /// The elements at positions `start..=end` (both within the list).
-    pub fn range(&self, start: usize, end: usize) -> impl DoubleEndedIterator<Item = &Bytes> {
-        self.items.range(start..=end)
+    /// The elements at positions `start..=end` (both within the list; none otherwise).
+    pub fn range(&self, start: usize, end: usize) -> Iter<'_> {
+        let (Some((ci, i)), Some((cj, j))) = (self.locate(start), self.locate(end)) else {
+            return Iter { inner: Box::new(std::iter::empty()), left: 0 };
+        };
+        if end < start {
+            return Iter { inner: Box::new(std::iter::empty()), left: 0 };
+        }
+        let inner: Box<dyn DoubleEndedIterator<Item = &[u8]> + '_> = if ci == cj {
+            Box::new(self.chunks[ci].iter_range(i, j + 1))
+        } else {
+            let first = self.chunks[ci].iter_range(i, self.chunks[ci].len());
+            let middle = self.chunks.range(ci + 1..cj).flat_map(Chunk::iter);
+            let last = self.chunks[cj].iter_range(0, j + 1);
+            Box::new(first.chain(middle).chain(last))
+        };
+        Iter { inner, left: end - start + 1 }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn items(l: &ListValue) -> Vec<Vec<u8>> {
+        l.iter().map(|b| b.to_vec()).collect()
+    }
 
     #[test]
     fn memory_follows_changes() {
@@ -139,10 +445,10 @@ mod tests {
             l.push_back(Bytes::copy_from_slice(s));
         }
         l.push_front(Bytes::from_static(b"z"));
-        assert_eq!(l.mem_usage(), 11 + 5 * ITEM_OVERHEAD);
+        assert_eq!(l.mem_usage(), 11 + 5 * ITEM_OVERHEAD + 2 * CHUNK_OVERHEAD);
         l.keep_range(1, 4);
         assert_eq!(l.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert_eq!(l.mem_usage(), 6 + 3 * ITEM_OVERHEAD);
+        assert_eq!(l.mem_usage(), 6 + 3 * ITEM_OVERHEAD + CHUNK_OVERHEAD);
         l.retain(|i, _| i != 1);
         l.set(0, Bytes::from_static(b"xyz"));
         l.insert(1, Bytes::from_static(b"q"));
@@ -151,5 +457,87 @@ mod tests {
         assert_eq!(l.pop_front().as_deref(), Some(&b"q"[..]));
         assert!(l.is_empty());
         assert_eq!(l.mem_usage(), 0);
+    }
+
+    /// Every operation against a `VecDeque` model, over many chunks and both orientations.
+    #[test]
+    fn behaves_like_a_deque() {
+        let mut l = ListValue::new();
+        let mut m: VecDeque<Vec<u8>> = VecDeque::new();
+        let mut most_chunks = 0;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        for step in 0..60_000u64 {
+            // Element sizes from 0 to 3,000 bytes: several per chunk, or one.
+            let size = if rand(50) == 0 { rand(3000) } else { rand(12) } as usize;
+            let item: Vec<u8> = (0..size).map(|k| (step as usize + k) as u8).collect();
+            let len = m.len() as u64;
+            match rand(100) {
+                0..=34 => {
+                    l.push_back(Bytes::from(item.clone()));
+                    m.push_back(item);
+                }
+                35..=64 => {
+                    l.push_front(Bytes::from(item.clone()));
+                    m.push_front(item);
+                }
+                65..=69 => assert_eq!(l.pop_back().map(|b| b.to_vec()), m.pop_back()),
+                70..=74 => assert_eq!(l.pop_front().map(|b| b.to_vec()), m.pop_front()),
+                75..=79 => {
+                    let i = rand(len + 1) as usize;
+                    l.insert(i, Bytes::from(item.clone()));
+                    m.insert(i, item);
+                }
+                80..=83 if len > 0 => {
+                    let i = rand(len) as usize;
+                    assert_eq!(l.remove(i).map(|b| b.to_vec()), m.remove(i));
+                }
+                84..=87 if len > 0 => {
+                    let i = rand(len) as usize;
+                    assert!(l.set(i, Bytes::from(item.clone())));
+                    m[i] = item;
+                }
+                88..=94 if len > 0 => {
+                    let i = rand(len) as usize;
+                    assert_eq!(l.get(i), Some(&m[i][..]));
+                    let j = i + rand(len - i as u64) as usize;
+                    let got: Vec<&[u8]> = l.range(i, j).collect();
+                    let want: Vec<&[u8]> = m.range(i..=j).map(|v| &v[..]).collect();
+                    assert_eq!(got, want);
+                    let back: Vec<&[u8]> = l.range(i, j).rev().collect();
+                    assert_eq!(back, want.into_iter().rev().collect::<Vec<_>>());
+                    assert_eq!(l.range(i, j).len(), j - i + 1);
+                    assert!(l.range_bytes(i, j).eq(m.range(i..=j).map(|v| Bytes::copy_from_slice(v))));
+                }
+                // Rare: they shrink the list, which must span many chunks.
+                95 if len > 0 && rand(10) == 0 => {
+                    let s = rand(len) as usize;
+                    let e = s + rand(len - s as u64 + 1) as usize;
+                    l.keep_range(s, e);
+                    let kept: VecDeque<Vec<u8>> = m.range(s..e).cloned().collect();
+                    m = kept;
+                }
+                96 if rand(10) == 0 => {
+                    let k = rand(3);
+                    l.retain(|i, _| i as u64 % 3 != k);
+                    m = m.into_iter().enumerate().filter(|(i, _)| *i as u64 % 3 != k).map(|(_, v)| v).collect();
+                }
+                _ => assert_eq!(l.get(len as usize), None),
+            }
+            assert_eq!(l.len(), m.len());
+            most_chunks = most_chunks.max(l.chunks.len());
+            if step % 997 == 0 {
+                assert_eq!(items(&l), m.iter().cloned().collect::<Vec<_>>());
+                assert_eq!(l.iter().rev().map(|b| b.to_vec()).collect::<Vec<_>>(), m.iter().rev().cloned().collect::<Vec<_>>());
+                assert_eq!(l.bytes, m.iter().map(|v| v.len()).sum::<usize>());
+            }
+        }
+        assert_eq!(items(&l), m.iter().cloned().collect::<Vec<_>>());
+        assert!(most_chunks > 20, "only {most_chunks} chunks at most");
     }
 }
