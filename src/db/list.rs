@@ -37,9 +37,19 @@ impl Chunk {
         self.ends.len() - self.start
     }
 
+    /// Where physical element `p` ends. An element of 4 GB or more (possible only with
+    /// `proto-max-bulk-len` raised that far) has a chunk of its own, its end marked
+    /// `u32::MAX`: it ends with the data.
+    fn end(&self, p: usize) -> usize {
+        match self.ends[p] {
+            u32::MAX => self.data.len(),
+            e => e as usize,
+        }
+    }
+
     fn phys(&self, p: usize) -> &[u8] {
-        let from = if p == 0 { 0 } else { self.ends[p - 1] as usize };
-        &self.data[from..self.ends[p] as usize]
+        let from = if p == 0 { 0 } else { self.end(p - 1) };
+        &self.data[from..self.end(p)]
     }
 
     /// Logical element `i` of this chunk.
@@ -57,13 +67,14 @@ impl Chunk {
 
     fn push_phys(&mut self, item: &[u8]) {
         self.data.extend_from_slice(item);
-        self.ends.push(self.data.len() as u32);
+        self.ends.push(u32::try_from(self.data.len()).unwrap_or(u32::MAX));
     }
 
     /// Drops the last physical element; returns its length.
     fn drop_phys_back(&mut self) -> usize {
-        let end = self.ends.pop().unwrap_or(0) as usize;
-        let from = self.ends.last().map_or(0, |&e| e as usize);
+        let end = self.data.len();
+        self.ends.pop();
+        let from = if self.ends.is_empty() { 0 } else { self.end(self.ends.len() - 1) };
         self.data.truncate(from);
         end - from
     }
@@ -381,10 +392,11 @@ impl ListValue {
             } else {
                 // Physical order: each element starts where the previous one ended.
                 let first = c.start + i;
-                let mut from = if first == 0 { 0 } else { c.ends[first - 1] as usize };
-                for &e in &c.ends[first..first + take] {
-                    f(&c.data[from..e as usize]);
-                    from = e as usize;
+                let mut from = if first == 0 { 0 } else { c.end(first - 1) };
+                for p in first..first + take {
+                    let to = c.end(p);
+                    f(&c.data[from..to]);
+                    from = to;
                 }
             }
             left -= take;
