@@ -61,8 +61,14 @@ impl Chunk {
         }
     }
 
+    /// Whether `item` joins this chunk: its bytes and every offset (popped ones included, so
+    /// that empty elements and a queue's popped front are bounded too) within `limit`.
+    fn fits_within(&self, item: &[u8], limit: usize) -> bool {
+        self.ends.is_empty() || self.data.len() + 4 * self.ends.len() + item.len() + 4 <= limit
+    }
+
     fn fits(&self, item: &[u8]) -> bool {
-        self.ends.is_empty() || self.data.len() + item.len() <= CHUNK_BYTES
+        self.fits_within(item, CHUNK_BYTES)
     }
 
     fn push_phys(&mut self, item: &[u8]) {
@@ -282,8 +288,8 @@ impl ListValue {
         Some(self.chunks[ci].get(i))
     }
 
-    /// Rebuilds chunk `ci` with `edit` applied (one chunk's work), split when it grows past
-    /// twice the chunk size, dropped when it ends empty.
+    /// Rebuilds chunk `ci` with `edit` applied (one chunk's work), split into half-full chunks
+    /// when it outgrows one, dropped when it ends empty.
     fn rebuild_chunk(&mut self, ci: usize, edit: Edit<'_>) {
         let old = std::mem::take(&mut self.chunks[ci]);
         let mut items: Vec<&[u8]> = old.iter().collect();
@@ -298,12 +304,16 @@ impl ListValue {
         // LPUSH start a chunk of its own (LPUSH then LSET 0, repeated, one chunk per element).
         let reversed = old.reversed;
         let blank = || Chunk { reversed, ..Chunk::default() };
+        // A chunk that overflows is split into half-full ones, so that the next insertions
+        // there find room instead of each pushing one element into a chunk of its own.
+        let size: usize = items.iter().map(|i| i.len() + 4).sum();
+        let limit = if size <= CHUNK_BYTES { CHUNK_BYTES } else { CHUNK_BYTES / 2 };
         let mut fresh = Vec::new();
         let mut c = blank();
         let physical: Box<dyn Iterator<Item = &[u8]>> =
             if reversed { Box::new(items.into_iter().rev()) } else { Box::new(items.into_iter()) };
         for item in physical {
-            if !c.fits(item) {
+            if !c.fits_within(item, limit) {
                 fresh.push(std::mem::replace(&mut c, blank()));
             }
             c.push_phys(item);
@@ -478,6 +488,34 @@ mod tests {
         assert_eq!(l.pop_front().as_deref(), Some(&b"q"[..]));
         assert!(l.is_empty());
         assert_eq!(l.mem_usage(), 0);
+    }
+
+    /// Empty elements and inserts in the middle of full chunks stay within bounded chunks.
+    #[test]
+    fn chunks_stay_bounded() {
+        let mut l = ListValue::new();
+        for _ in 0..100_000 {
+            l.push_back(Bytes::new());
+        }
+        assert!(l.chunks.iter().all(|c| c.ends.len() <= CHUNK_BYTES / 4), "a chunk of empty elements outgrew its bound");
+        // A queue of one element: pushes at the tail, pops at the head.
+        let mut q = ListValue::new();
+        q.push_back(Bytes::new());
+        for _ in 0..100_000 {
+            q.push_back(Bytes::new());
+            q.pop_front();
+        }
+        assert!(q.chunks.iter().map(|c| c.ends.len()).sum::<usize>() <= CHUNK_BYTES / 4);
+        let mut m = ListValue::new();
+        for i in 0..2048u32 {
+            m.push_back(Bytes::from(format!("{i:08}")));
+        }
+        let before = m.chunks.len();
+        for _ in 0..2000 {
+            m.insert(1000, Bytes::from_static(b"inserted"));
+        }
+        // 16 KB more of elements: a handful of chunks more, not one per insertion.
+        assert!(m.chunks.len() <= before + 12, "{} chunks after inserts (from {before})", m.chunks.len());
     }
 
     /// A rebuilt chunk keeps its orientation: pushes at the head after a change to the head
