@@ -130,6 +130,24 @@ fn slowlog_and_info() {
 }
 
 #[test]
+fn slowlog_and_commandstats_measure_how_long_commands_take() {
+    let server = Server::start(&["--slowlog-log-slower-than", "100000"]);
+    let mut raw = server.raw();
+    raw.call(&[b"DEBUG", b"SLEEP", b"0.2"]);
+    raw.call(&[b"PING"]);
+    // Only the sleep took over 100 ms.
+    assert_eq!(raw.call(&[b"SLOWLOG", b"LEN"]), b":1\r\n");
+    let got = s(raw.call(&[b"SLOWLOG", b"GET", b"1"]));
+    // *1, *6, :id, :unix time, :duration in us, then the arguments.
+    let us: u64 = got.split("\r\n").nth(4).and_then(|l| l.strip_prefix(':')).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((200_000..1_000_000).contains(&us), "slowlog duration {us} us: {got}");
+    let stats = s(raw.call(&[b"INFO", b"commandstats"]));
+    let usec: u64 =
+        stats.split("cmdstat_debug:calls=1,usec=").nth(1).and_then(|rest| rest.split(',').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((200_000..1_000_000).contains(&usec), "commandstats usec {usec}: {stats}");
+}
+
+#[test]
 fn debug_sleep_blocks_everyone_atomically() {
     let server = Server::start(&[]);
     let mut sleeper = server.raw();

@@ -22,6 +22,7 @@ mod replicate;
 mod replies;
 mod script;
 
+use crate::clock::Stamp;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
@@ -198,7 +199,7 @@ pub struct Executor {
     /// When the previous command of this batch ended: the next one starts there, so a
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
-    clock_mark: Option<Instant>,
+    clock_mark: Option<crate::clock::Stamp>,
     /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
     anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
@@ -229,6 +230,8 @@ impl Executor {
         let mut ks = Keyspace::new(databases);
         ks.lfu.log_factor = config.get_int("lfu-log-factor").max(0) as u64;
         ks.lfu.decay_time = config.get_int("lfu-decay-time").max(0) as u64;
+        // The counter's rate is measured here (2 ms), not on the first command timed.
+        Stamp::calibrate();
         Executor {
             ks,
             server: ServerState::new(config),
@@ -415,9 +418,9 @@ impl Executor {
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     return;
                 };
-                // One clock read: the batch's first command starts at it.
-                let now = Instant::now();
-                self.now_ms = self.anchor.ms_at(now);
+                // One clock read gives the batch its "now" (expiry); its commands are timed
+                // with stamps (clock::Stamp).
+                self.now_ms = self.anchor.ms_at(Instant::now());
                 client.last_interaction_ms = self.now_ms;
                 client.open_batches += 1;
                 if let Some(blocked) = client.blocked.as_mut() {
@@ -429,7 +432,7 @@ impl Executor {
                     self.server.clients.insert(id, client);
                     return;
                 }
-                self.run_commands(&mut client, cmds, 0, protocol_error, Some(now));
+                self.run_commands(&mut client, cmds, 0, protocol_error, Some(Stamp::now()));
                 self.finish_step(&mut client);
                 self.server.clients.insert(id, client);
                 self.serve_ready();
@@ -470,7 +473,7 @@ impl Executor {
         cmds: Vec<Vec<Bytes>>,
         start: usize,
         protocol_error: Option<String>,
-        now: Option<Instant>,
+        now: Option<Stamp>,
     ) {
         self.clock_mark = now;
         self.run_batch(client, cmds, start, protocol_error);
@@ -768,7 +771,7 @@ impl Executor {
             }
         }
 
-        let start = self.clock_mark.take().unwrap_or_else(Instant::now);
+        let start = self.clock_mark.take().unwrap_or_else(Stamp::now);
         let (mut reply, call_end) = self.run_command(client, cmd, args, Some(start));
         // The command's end time serves for the slowlog too, unless more ran after it.
         let mut end = call_end;
@@ -777,7 +780,7 @@ impl Executor {
             end = None;
             scripted = true;
             let recording = self.recording();
-            reply = self.run_script(client, args, &call, start);
+            reply = self.run_script(client, args, &call, Instant::now());
             if recording {
                 if let Some(outcome) = self.last_script_outcome.take() {
                     self.log_script(client, args, &call, &outcome);
@@ -803,9 +806,9 @@ impl Executor {
                 };
             }
         }
-        let end = end.unwrap_or_else(Instant::now);
+        let end = end.unwrap_or_else(Stamp::now);
         self.clock_mark = Some(end);
-        let elapsed = end.saturating_duration_since(start).as_micros() as u64;
+        let elapsed = end.micros_since(start);
         if elapsed >= 1000 && !self.loading {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
@@ -839,8 +842,8 @@ impl Executor {
         client: &mut Client,
         cmd: &'static CommandSpec,
         args: &[Bytes],
-        timer: Option<Instant>,
-    ) -> (Reply, Option<Instant>) {
+        timer: Option<Stamp>,
+    ) -> (Reply, Option<Stamp>) {
         client.last_cmd = cmd.name;
         if cmd.has(Flag::Write) && self.rewriting() {
             self.capture_before_write(client.db, cmd, args);
@@ -850,8 +853,8 @@ impl Executor {
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
         let reply = commands::call(cmd, &mut ctx, args);
         // A script's EVAL ends when the script does (the caller times it).
-        let end = timer.filter(|_| client.script_call.is_none()).map(|_| Instant::now());
-        let elapsed = timer.zip(end).map_or(0, |(s, e)| e.saturating_duration_since(s).as_micros() as u64);
+        let end = timer.filter(|_| client.script_call.is_none()).map(|_| Stamp::now());
+        let elapsed = timer.zip(end).map_or(0, |(s, e)| e.micros_since(s));
         if self.server.tracking.clients > 0 {
             self.remember_tracked_keys(client, cmd, args);
             if matches!(cmd.name, "flushdb" | "flushall") {
