@@ -201,6 +201,9 @@ pub struct Client {
     pub log_wait: u64,
     /// WATCHed (db, key) pairs.
     pub watched: Vec<(usize, Bytes)>,
+    /// The watched keys that were already logically expired at WATCH (Redis 7's
+    /// `watchedKey.expired`): their deletion is no change, and their expiry no abort.
+    pub watched_expired: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC answers a null array.
     pub cas_dirty: bool,
     /// CLIENT REPLY OFF: nothing is sent back.
@@ -299,6 +302,7 @@ impl Client {
             in_script: false,
             log_wait: 0,
             watched: Vec::new(),
+            watched_expired: Vec::new(),
             cas_dirty: false,
             reply_off: false,
             reply_skip_next: false,

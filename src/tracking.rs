@@ -68,16 +68,25 @@ impl TrackingTable {
     }
 }
 
-/// Why CLIENT TRACKING ON was refused (Redis's texts).
-pub fn check_prefixes(prefixes: &[Bytes]) -> Result<(), String> {
-    for (i, a) in prefixes.iter().enumerate() {
-        for b in &prefixes[i + 1..] {
-            if a.starts_with(b) || b.starts_with(a) {
-                let (x, y) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
-                return Err(format!(
-                    "ERR Prefix '{x}' overlaps with another provided prefix '{y}'. Prefixes for a single client must not overlap."
-                ));
-            }
+/// Why CLIENT TRACKING ON ... BCAST was refused (Redis's `checkPrefixCollisionsOrReply`):
+/// each new prefix, in order, against the client's existing ones (in sorted order), then
+/// against the new ones after it. Equal prefixes overlap, and so does the empty one (what
+/// BCAST without PREFIX tracks) with every other.
+pub fn check_prefixes(existing: &[Bytes], new: &[Bytes]) -> Result<(), String> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let mut sorted = existing.to_vec();
+    sorted.sort();
+    for (i, a) in new.iter().enumerate() {
+        let x = String::from_utf8_lossy(a);
+        if let Some(b) = sorted.iter().find(|b| overlap(a, b)) {
+            let y = String::from_utf8_lossy(b);
+            return Err(format!("ERR Prefix '{x}' overlaps with an existing prefix '{y}'. Prefixes for a single client must not overlap."));
+        }
+        if let Some(b) = new[i + 1..].iter().find(|b| overlap(a, b)) {
+            let y = String::from_utf8_lossy(b);
+            return Err(format!(
+                "ERR Prefix '{x}' overlaps with another provided prefix '{y}'. Prefixes for a single client must not overlap."
+            ));
         }
     }
     Ok(())
@@ -109,7 +118,12 @@ mod tests {
         t.remember(b"k", 2);
         assert_eq!(t.take(b"k"), vec![1, 2]);
         assert!(t.take(b"k").is_empty());
-        assert!(check_prefixes(&[Bytes::from("a"), Bytes::from("ab")]).is_err());
-        assert!(check_prefixes(&[Bytes::from("a"), Bytes::from("b")]).is_ok());
+        let (a, ab, b) = (Bytes::from("a"), Bytes::from("ab"), Bytes::from("b"));
+        assert!(check_prefixes(&[], &[a.clone(), ab.clone()]).unwrap_err().contains("'a' overlaps with another provided prefix 'ab'"));
+        assert!(check_prefixes(&[], &[a.clone(), b.clone()]).is_ok());
+        let (just_a, just_ab) = (std::slice::from_ref(&a), std::slice::from_ref(&ab));
+        assert!(check_prefixes(just_a, just_ab).unwrap_err().contains("'ab' overlaps with an existing prefix 'a'"));
+        assert!(check_prefixes(just_a, just_a).is_err());
+        assert!(check_prefixes(&[Bytes::new()], &[b]).unwrap_err().contains("existing prefix ''"));
     }
 }

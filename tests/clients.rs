@@ -85,3 +85,33 @@ fn maxclients_refuses_the_extra_connection() {
     let mut c = server.raw();
     assert_eq!(s(c.read_reply()), "-ERR max number of clients reached\r\n");
 }
+
+/// CLIENT REPLY: ON answers even as the command a SKIP silences; (un)subscribe confirmations
+/// are pushes, sent with replies off (RESP2 and RESP3). CLIENT LIST ID and CLIENT KILL USER
+/// argument checks.
+#[test]
+fn client_reply_pushes_list_ids_and_kill_user() {
+    use common::diff::{encode_cmd, Cmp};
+    let mut d = DiffPair::start();
+    let raw = |cmds: &[&[&str]]| cmds.iter().flat_map(|c| encode_cmd(c)).collect::<Vec<u8>>();
+    d.check_raw(&raw(&[&["CLIENT", "REPLY", "SKIP"], &["CLIENT", "REPLY", "ON"], &["PING", "q"]]), 2, Cmp::Exact).unwrap();
+    let off = raw(&[&["CLIENT", "REPLY", "OFF"], &["SUBSCRIBE", "c"], &["UNSUBSCRIBE", "c"], &["CLIENT", "REPLY", "ON"], &["PING"]]);
+    d.check_raw(&off, 4, Cmp::Exact).unwrap();
+    let _ = d.hello(3).expect("HELLO 3");
+    d.check_raw(&off, 4, Cmp::Exact).unwrap();
+    d.reset_conns();
+    d.assert_script(
+        "client list and kill",
+        &[
+            "CLIENT LIST ID 0",
+            "CLIENT LIST ID -1 99999",
+            "CLIENT LIST ID 1 abc",
+            "CLIENT LIST TYPE normal ID 1",
+            "CLIENT LIST ID",
+            "CLIENT KILL USER nobody",
+            "CLIENT KILL USER nobody ID abc",
+            "CLIENT KILL ID abc USER nobody",
+            "CLIENT KILL USER default SKIPME yes",
+        ],
+    );
+}

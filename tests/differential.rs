@@ -783,6 +783,106 @@ fn server_commands_and_errors() {
     );
 }
 
+/// CONFIG SET's bounds, units and the parameters Redis parses specially.
+#[test]
+fn config_set_bounds_and_special_values() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "config set",
+        &[
+            "CONFIG SET proto-max-bulk-len 1",
+            "CONFIG SET proto-max-bulk-len 99999999999999999999",
+            "CONFIG SET proto-max-bulk-len 2mb",
+            "CONFIG GET proto-max-bulk-len",
+            "CONFIG SET client-query-buffer-limit 1",
+            "CONFIG SET active-expire-effort 0",
+            "CONFIG SET active-expire-effort 11",
+            "CONFIG SET active-expire-effort 5",
+            "CONFIG GET active-expire-effort",
+            "CONFIG SET client-output-buffer-limit \"normal 0 0\"",
+            "CONFIG SET client-output-buffer-limit \"foo 0 0 0\"",
+            "CONFIG SET client-output-buffer-limit \"master 1 2 3\"",
+            "CONFIG SET client-output-buffer-limit \"pubsub 1kb 2mb 3\"",
+            "CONFIG GET client-output-buffer-limit",
+            "CONFIG SET client-output-buffer-limit \"REPLICA 1 2 3 normal 5 6 7 normal 8 9 10\"",
+            "CONFIG GET client-output-buffer-limit",
+            "CONFIG SET client-output-buffer-limit \"pubsub 1 2 3kb\"",
+            "CONFIG SET client-output-buffer-limit \"pubsub 1 2 -3\"",
+            "CONFIG SET client-output-buffer-limit \"pubsub 1 -2 3\"",
+            "CONFIG SET client-output-buffer-limit \"pubsub 99999999999999999999 2 +3\"",
+            "CONFIG SET client-output-buffer-limit \"\"",
+            "CONFIG GET client-output-buffer-limit",
+            "CONFIG SET oom-score-adj-values \"1 2\"",
+            "CONFIG SET oom-score-adj-values \"a 2 3\"",
+            "CONFIG SET oom-score-adj-values \"1 2 3000\"",
+            "CONFIG SET oom-score-adj-values \"1 -2 +3\"",
+            "CONFIG GET oom-score-adj-values",
+            "CONFIG SET latency-tracking-info-percentiles \"50 abc\"",
+            "CONFIG SET latency-tracking-info-percentiles 101",
+            "CONFIG SET latency-tracking-info-percentiles -1",
+            "CONFIG SET latency-tracking-info-percentiles \"50 99.99 1e1 0 .5 99.123456789\"",
+            "CONFIG GET latency-tracking-info-percentiles",
+            "CONFIG SET latency-tracking-info-percentiles \"\"",
+            "CONFIG GET latency-tracking-info-percentiles",
+            "CONFIG SET hz 0",
+            "CONFIG GET hz",
+            "CONFIG SET hz 1000",
+            "CONFIG GET hz",
+            "CONFIG SET hz 10",
+            "CONFIG SET maxclients 0",
+            "CONFIG SET maxclients 4294967296",
+            "CONFIG SET lfu-log-factor -1",
+            "CONFIG SET lfu-decay-time 2147483648",
+            "CONFIG SET repl-timeout 0",
+            "CONFIG SET maxmemory-samples 0",
+            "CONFIG SET maxmemory-eviction-tenacity 101",
+            "CONFIG SET active-defrag-cycle-max 100",
+            "CONFIG SET zset-max-ziplist-value x",
+            "CONFIG SET zset-max-ziplist-value 1kb",
+            "CONFIG GET zset-max-listpack-value",
+            "CONFIG SET dir /nonexistent/x",
+            "CONFIG SET dir /tmp",
+            "CONFIG SET dbfilename x.rdb",
+            "CONFIG SET maxmemory 99999999999999999999",
+            "CONFIG GET maxmemory",
+            "CONFIG SET maxmemory 0",
+            "CONFIG SET maxmemory-clients 10%",
+            "CONFIG GET maxmemory-clients",
+            "CONFIG SET maxmemory-clients 101%",
+            "CONFIG SET maxmemory-clients x",
+            "CONFIG SET maxmemory-clients 0",
+            "CONFIG SET rdbchecksum no",
+            "CONFIG SET socket-mark-id 1",
+            "CONFIG SET jemalloc-bg-thread yes",
+        ],
+    );
+}
+
+/// Subcommand errors that Redis's handlers give themselves, and option checks found by the
+/// review sweep.
+#[test]
+fn handler_subcommand_errors() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "local"], &[]);
+    d.assert_script(
+        "handler errors",
+        &[
+            "SLOWLOG GET 1 2",
+            "DEBUG FOO",
+            "DEBUG SLEEP",
+            "DEBUG OBJECT",
+            "DEBUG PROTOCOL",
+            "DEBUG SET-ACTIVE-EXPIRE",
+            "SET s abc",
+            "MEMORY USAGE s SAMPLES -1",
+            "MEMORY USAGE nokey SAMPLES -1",
+            "MEMORY USAGE s SAMPLES 1 SAMPLES",
+            "MEMORY USAGE s FOO",
+            "COMMAND INFO GET|x",
+            "COMMAND INFO nosuch config|get|x get",
+        ],
+    );
+}
+
 /// Every command of the table with one argument too few (and one too many for fixed arity).
 #[test]
 fn wrong_arity_for_every_command() {

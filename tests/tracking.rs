@@ -150,3 +150,22 @@ fn invalidations_match_redis() {
     }
     assert!(f.is_empty(), "{} differences:\n{}", f.len(), f.join("\n"));
 }
+
+/// BCAST without PREFIX tracks the empty prefix; new prefixes are checked against the
+/// client's existing ones and against each other, with Redis's two error texts.
+#[test]
+fn bcast_prefixes_overlap_as_in_redis() {
+    let mut d = DiffPair::start();
+    let cases: &[&[&str]] = &[
+        &["CLIENT TRACKING on BCAST", "CLIENT TRACKINGINFO", "CLIENT TRACKING on BCAST PREFIX a"],
+        &["CLIENT TRACKING on BCAST PREFIX a", "CLIENT TRACKING on BCAST", "CLIENT TRACKINGINFO"],
+        &["CLIENT TRACKING on BCAST PREFIX b", "CLIENT TRACKING on BCAST PREFIX bc", "CLIENT TRACKING on BCAST PREFIX b"],
+        &["CLIENT TRACKING on BCAST PREFIX bc", "CLIENT TRACKING on BCAST PREFIX b"],
+        &["CLIENT TRACKING on BCAST PREFIX x PREFIX x", "CLIENT TRACKING on BCAST PREFIX x PREFIX y PREFIX xy"],
+        &["CLIENT TRACKING on BCAST PREFIX c PREFIX a PREFIX b", "CLIENT TRACKING on BCAST PREFIX d PREFIX bb", "CLIENT TRACKINGINFO"],
+    ];
+    for case in cases {
+        d.assert_script("bcast prefixes", case);
+        d.reset_conns();
+    }
+}

@@ -142,3 +142,42 @@ fn client_list_shows_the_transaction() {
     let list = s(b.call(&[b"CLIENT", b"LIST"]));
     assert!(list.contains("flags=x") && list.contains("multi=1"), "{list}");
 }
+
+/// A key already expired when WATCHed (Redis 7's `watchedKey.expired`): its deletion by a
+/// read, a DEL or FLUSHDB is no change, its expiry no abort; a new value still aborts.
+#[test]
+fn watching_a_key_that_had_already_expired() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "local"], &[]);
+    let expired_then = |d: &mut DiffPair, between: &[&str], key_deleted_at_watch: bool| {
+        d.assert_script("setup", &["0>FLUSHALL", "DEBUG SET-ACTIVE-EXPIRE 0", "SET a 1 PX 10"]);
+        std::thread::sleep(Duration::from_millis(40));
+        d.assert_script("watch", &["WATCH a"]);
+        if key_deleted_at_watch {
+            d.assert_script("read", &["GET a"]);
+        }
+        d.assert_script("between", between);
+        d.assert_script("exec", &["0>MULTI", "PING", "EXEC"]);
+    };
+    expired_then(&mut d, &[], false);
+    expired_then(&mut d, &[], true);
+    expired_then(&mut d, &["EXISTS a", "DEL a"], false);
+    expired_then(&mut d, &["FLUSHDB"], false);
+    expired_then(&mut d, &["2>SET a 2"], false);
+    expired_then(&mut d, &["2>GET a", "2>SET a 2"], false);
+    // A key that expires after WATCH still aborts, and so does its deletion by active expiry.
+    d.assert_script("live", &["0>FLUSHALL", "DEBUG SET-ACTIVE-EXPIRE 1", "SET b 1 PX 100", "WATCH b"]);
+    std::thread::sleep(Duration::from_millis(400));
+    d.assert_script("expired after watch", &["MULTI", "PING", "EXEC"]);
+    d.assert_script("active expiry of an expired watched key", &["FLUSHALL", "SET c 1 PX 10"]);
+    std::thread::sleep(Duration::from_millis(40));
+    d.assert_script("watch c", &["WATCH c"]);
+    std::thread::sleep(Duration::from_millis(400));
+    d.assert_script("exec c", &["DBSIZE", "MULTI", "PING", "EXEC"]);
+}
+
+/// MONITOR and SSUBSCRIBE cannot run inside EXEC (DENY BLOCKING); SUBSCRIBE can.
+#[test]
+fn monitor_and_ssubscribe_inside_exec_are_refused() {
+    let mut d = DiffPair::start();
+    d.assert_script("deny blocking", &["MULTI", "MONITOR", "EXEC", "MULTI", "SSUBSCRIBE x", "EXEC", "MULTI", "PSUBSCRIBE p*", "EXEC"]);
+}

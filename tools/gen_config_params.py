@@ -7,6 +7,9 @@ Usage: redis-cli -p PORT config get '*' | paste -d'\\t' - - | sort > /tmp/params
 """
 import sys
 
+I64 = 9223372036854775807
+I32 = 2147483647
+
 ALIASES = {
     "slaveof": "replicaof", "slave-announce-ip": "replica-announce-ip", "slave-announce-port": "replica-announce-port",
     "slave-ignore-maxmemory": "replica-ignore-maxmemory", "slave-lazy-flush": "replica-lazy-flush",
@@ -19,9 +22,14 @@ ALIASES = {
     "cluster-slave-no-failover": "cluster-replica-no-failover",
     "cluster-slave-validity-factor": "cluster-replica-validity-factor",
 }
-MEMORY = {"maxmemory", "proto-max-bulk-len", "client-query-buffer-limit", "repl-backlog-size",
-          "auto-aof-rewrite-min-size", "active-defrag-ignore-bytes", "maxmemory-clients", "stream-node-max-bytes",
-          "hll-sparse-max-bytes", "cluster-link-sendbuf-limit"}
+# Memory values (units allowed) with the bounds redis-server 7.0.15 reports in its errors
+# (probed: CONFIG SET of a huge and a negative value). maxmemory-clients also takes a percent.
+U64 = 18446744073709551615
+MEMORY = {"maxmemory": (0, U64), "cluster-link-sendbuf-limit": (0, U64), "maxmemory-clients": (0, U64),
+          "proto-max-bulk-len": (1048576, I64), "client-query-buffer-limit": (1048576, I64),
+          "repl-backlog-size": (1, I64), "active-defrag-ignore-bytes": (1, I64),
+          "auto-aof-rewrite-min-size": (0, I64), "stream-node-max-bytes": (0, I64), "hll-sparse-max-bytes": (0, I64),
+          "hash-max-listpack-value": (0, I64), "zset-max-listpack-value": (0, I64)}
 ENUMS = {
     "appendfsync": ["everysec", "always", "no"],
     "maxmemory-policy": ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
@@ -42,17 +50,28 @@ ENUMS = {
     "sanitize-dump-payload": ["no", "yes", "clients"],
     "tls-auth-clients": ["no", "yes", "optional"],
 }
-RANGES = {"port": (0, 65535), "tls-port": (0, 65535), "databases": (1, 2147483647), "hz": (0, 2147483647),
-          "list-max-listpack-size": (-2147483648, 2147483647), "maxclients": (1, 2147483647),
-          "slowlog-log-slower-than": (-1, 9223372036854775807), "busy-reply-threshold": (0, 9223372036854775807),
-          "latency-monitor-threshold": (0, 9223372036854775807), "timeout": (0, 2147483647)}
+# Integer bounds as redis-server 7.0.15 reports them (the rest: 0 to I64).
+RANGES = {"port": (0, 65535), "tls-port": (0, 65535), "databases": (1, I32), "hz": (0, I32),
+          "list-max-listpack-size": (-I32 - 1, I32), "maxclients": (1, 4294967295),
+          "slowlog-log-slower-than": (-1, I64), "timeout": (0, I32),
+          "active-defrag-cycle-max": (1, 99), "active-defrag-cycle-min": (1, 99), "active-defrag-max-scan-fields": (1, I64),
+          "active-defrag-threshold-lower": (0, 1000), "active-defrag-threshold-upper": (0, 1000),
+          "active-expire-effort": (1, 10), "auto-aof-rewrite-percentage": (0, I32),
+          "cluster-announce-bus-port": (0, 65535), "cluster-announce-port": (0, 65535),
+          "cluster-announce-tls-port": (0, 65535), "cluster-migration-barrier": (0, I32),
+          "cluster-replica-validity-factor": (0, I32), "lfu-decay-time": (0, I32), "lfu-log-factor": (0, I32),
+          "list-compress-depth": (0, I32), "maxmemory-eviction-tenacity": (0, 100), "maxmemory-samples": (1, I32),
+          "min-replicas-max-lag": (0, I32), "min-replicas-to-write": (0, I32), "repl-diskless-sync-delay": (0, I32),
+          "repl-diskless-sync-max-replicas": (0, I32), "repl-ping-replica-period": (1, I32), "repl-timeout": (1, I32),
+          "replica-announce-port": (0, 65535), "replica-priority": (0, I32), "shutdown-timeout": (0, I32),
+          "tcp-keepalive": (0, I32), "tls-session-cache-size": (0, I32), "tls-session-cache-timeout": (0, I32)}
 IMMUTABLE = {"databases", "daemonize", "io-threads", "io-threads-do-reads", "pidfile", "unixsocket",
              "unixsocketperm", "logfile", "syslog-enabled", "syslog-ident", "syslog-facility", "supervised",
              "cluster-enabled", "cluster-config-file", "aclfile", "always-show-logo", "disable-thp",
              "enable-debug-command", "enable-module-command", "enable-protected-configs", "appenddirname",
-             "appendfilename", "tcp-backlog", "cluster-port", "set-proc-title", "proc-title-template",
-             "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings",
-             "jemalloc-bg-thread"}
+             "appendfilename", "tcp-backlog", "cluster-port", "set-proc-title",
+             "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "rdbchecksum",
+             "socket-mark-id", "replicaof"}
 DEFAULTS = {"appendonly": "yes", "bind": "127.0.0.1 -::1", "enable-debug-command": "local", "daemonize": "no", "dir": "", "port": "6379",
             "save": "3600 1 300 100 60 10000", "pidfile": "", "client-output-buffer-limit":
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
@@ -75,11 +94,11 @@ for line in list(open(sys.argv[1])) + HIDDEN:
     if name in ENUMS:
         kind = "Kind::Enum(&[%s])" % ", ".join(rs(v) for v in ENUMS[name])
     elif name in MEMORY:
-        kind = "Kind::Memory"
+        kind = "Kind::Memory(%d, %d)" % MEMORY[name]
     elif value in ("yes", "no"):
         kind = "Kind::Bool"
     elif value.lstrip("-").isdigit() and name not in ("save",):
-        lo, hi = RANGES.get(name, (0 if not value.startswith("-") else -2147483648, 9223372036854775807))
+        lo, hi = RANGES.get(name, (0, I64))
         kind = "Kind::Int(%d, %d)" % (lo, hi)
     else:
         kind = "Kind::Str"

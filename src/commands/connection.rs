@@ -254,39 +254,36 @@ pub fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError
 /// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]
 /// ```
 pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let mut ids: Option<Vec<u64>> = None;
+    // As in Redis: either TYPE t, or ID followed by ids (listed in the order given, an id
+    // with no client skipped), never both.
     let mut kind: Option<String> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if eq_ignore_case(&args[i], "type") && i + 1 < args.len() {
-            let t = String::from_utf8_lossy(&args[i + 1]).to_lowercase();
-            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-                return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into()));
-            }
-            kind = Some(if t == "slave" { "replica".into() } else { t });
-            i += 2;
-        } else if eq_ignore_case(&args[i], "id") && i + 1 < args.len() {
-            let mut list = Vec::new();
-            for a in &args[i + 1..] {
-                match crate::util::parse_i64(a) {
-                    Some(n) if n > 0 => list.push(n as u64),
-                    _ => return Err(CmdError::other("ERR Invalid client ID")),
-                }
-            }
-            ids = Some(list);
-            i = args.len();
-        } else {
-            return Err(CmdError::Syntax);
+    let mut ids: Option<Vec<i64>> = None;
+    if args.len() == 4 && eq_ignore_case(&args[2], "type") {
+        let t = String::from_utf8_lossy(&args[3]).to_lowercase();
+        if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+            return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[3])).into()));
         }
+        kind = Some(if t == "slave" { "replica".into() } else { t });
+    } else if args.len() >= 4 && eq_ignore_case(&args[2], "id") {
+        let list: Option<Vec<i64>> = args[3..].iter().map(|a| crate::util::parse_i64(a)).collect();
+        ids = Some(list.ok_or_else(|| CmdError::other("ERR Invalid client ID"))?);
+    } else if args.len() != 2 {
+        return Err(CmdError::Syntax);
+    }
+    let mut text = String::new();
+    if let Some(ids) = ids {
+        for id in ids.into_iter().filter(|id| *id > 0).map(|id| id as u64) {
+            let found = if id == ctx.client.id { Some(&*ctx.client) } else { ctx.server.clients.get(&id).map(|c| &**c) };
+            if let Some(c) = found {
+                text.push_str(&client_line(c));
+            }
+        }
+        return Ok(Reply::Verbatim("txt", Bytes::from(text)));
     }
     let mut all: Vec<&Client> = ctx.server.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
-    let mut text = String::new();
     for c in all {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
-            continue;
-        }
         if kind.as_deref().is_some_and(|k| k != client_type(c)) {
             continue;
         }
@@ -337,6 +334,9 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         } else if eq_ignore_case(opt, "laddr") {
             laddr = Some(val.clone());
         } else if eq_ignore_case(opt, "user") {
+            if !std::str::from_utf8(val).is_ok_and(|name| ctx.server.acl.users.contains_key(name)) {
+                return Err(CmdError::Other(format!("ERR No such user '{}'", String::from_utf8_lossy(val)).into()));
+            }
             user = Some(val.clone());
         } else if eq_ignore_case(opt, "type") {
             let t = String::from_utf8_lossy(val).to_lowercase();
@@ -386,8 +386,10 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
 /// ```
 pub fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if eq_ignore_case(&args[2], "on") {
+        // Answered even when it is the command a SKIP silences.
         ctx.client.reply_off = false;
         ctx.client.reply_skip_next = false;
+        ctx.client.reply_skip = false;
         Ok(Reply::OK)
     } else if eq_ignore_case(&args[2], "off") {
         ctx.client.reply_off = true;
@@ -520,13 +522,17 @@ pub fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
         }
     }
     let mut all_prefixes = ctx.client.tracking.as_ref().map(|m| m.prefixes.clone()).unwrap_or_default();
+    if mode.bcast {
+        crate::tracking::check_prefixes(&all_prefixes, &mode.prefixes).map_err(|e| CmdError::Other(e.into()))?;
+        // BCAST without PREFIX tracks the empty prefix: every key.
+        if mode.prefixes.is_empty() {
+            mode.prefixes.push(Bytes::new());
+        }
+    }
     for p in &mode.prefixes {
         if !all_prefixes.contains(p) {
             all_prefixes.push(p.clone());
         }
-    }
-    if mode.bcast {
-        crate::tracking::check_prefixes(&all_prefixes).map_err(|e| CmdError::Other(e.into()))?;
     }
     mode.prefixes = all_prefixes;
     if ctx.client.tracking.is_none() {

@@ -12,12 +12,13 @@ use crate::util::eq_ignore_case;
 /// The key's bytes as the memory account counts them (key, value, entry overhead): the
 /// estimate `used_memory` and eviction use, computed for the whole value (no sampling).
 pub fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    match args.len() {
-        3 => {}
-        5 if eq_ignore_case(&args[3], "samples") => {
-            arg_i64(&args[4])?;
+    // SAMPLES may repeat; a negative count is a syntax error, as in Redis.
+    let mut j = 3;
+    while j < args.len() {
+        if !eq_ignore_case(&args[j], "samples") || j + 1 >= args.len() || arg_i64(&args[j + 1])? < 0 {
+            return Err(CmdError::Syntax);
         }
-        _ => return Err(CmdError::Syntax),
+        j += 2;
     }
     let db = ctx.db();
     Ok(match ctx.ks.db(db).peek(&args[2]) {

@@ -92,7 +92,7 @@ pub fn command_info(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdErro
     if args.len() == 2 {
         return Ok(Reply::Array(COMMANDS.iter().map(info_entry).collect()));
     }
-    Ok(Reply::Array(args[2..].iter().map(|n| find(n).map_or(Reply::NilArray, info_entry)).collect()))
+    Ok(Reply::Array(args[2..].iter().map(|n| find(n).map_or(Reply::Nil, info_entry)).collect()))
 }
 
 /// ```text

@@ -206,6 +206,14 @@ pub fn unknown_subcommand_error(args: &[Bytes]) -> Reply {
     Reply::Error(sanitize(format!("ERR unknown subcommand '{sub}'. Try {name} HELP.")).into())
 }
 
+/// Redis's `addReplySubcommandSyntaxError`: a subcommand its handler does not know, or given
+/// the wrong number of arguments.
+pub fn subcommand_syntax_error(args: &[Bytes]) -> CmdError {
+    let sub = c_string_prefix(&args[1], 128);
+    let name = String::from_utf8_lossy(&args[0]).to_uppercase();
+    CmdError::Other(sanitize(format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {name} HELP.")).into())
+}
+
 pub fn wrong_arity_error(cmd: &CommandSpec) -> Reply {
     Reply::Error(format!("ERR wrong number of arguments for '{}' command", cmd.name).into())
 }

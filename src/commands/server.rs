@@ -302,6 +302,12 @@ pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
             ));
         }
         names.push(param.name);
+        // Where files go is for the configuration file alone, unless it says otherwise.
+        if crate::config::PROTECTED.contains(&param.name) && !allowed_by(ctx, "enable-protected-configs") {
+            return Err(CmdError::Other(
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config").into(),
+            ));
+        }
         let checked = match staged.set(&name, &value, false) {
             Ok(()) => apply_check(param.name, &value),
             Err(SetError::Unknown) => Err("Unknown option".into()),
@@ -478,6 +484,9 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SLOWLOG GET [count]
 /// ```
 pub fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
     let count = match args.get(2) {
         None => 10,
         Some(a) => match crate::util::parse_i64(a) {
@@ -547,17 +556,22 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(Reply::NoReply)
 }
 
+/// What an `enable-*-command`/`enable-protected-configs` setting allows this client:
+/// `local` means loopback clients only.
+fn allowed_by(ctx: &Ctx<'_>, setting: &str) -> bool {
+    match ctx.server.config.get(setting) {
+        "yes" => true,
+        "local" => ctx.client.addr.starts_with("127.") || ctx.client.addr.starts_with("[::1]"),
+        _ => false,
+    }
+}
+
 /// ```text
 /// DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | HELP
 /// ```
 /// Allowed per `enable-debug-command` (`local`, our default, means loopback clients only).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let allowed = match ctx.server.config.get("enable-debug-command") {
-        "yes" => true,
-        "local" => ctx.client.addr.starts_with("127.") || ctx.client.addr.starts_with("[::1]"),
-        _ => false,
-    };
-    if !allowed {
+    if !allowed_by(ctx, "enable-debug-command") {
         return Err(CmdError::other("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
     }
     let sub = String::from_utf8_lossy(&args[1]).to_lowercase();
@@ -645,9 +659,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "HELP",
             "    Prints this help.",
         ])),
-        _ => Err(CmdError::Other(
-            crate::commands::sanitize(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", String::from_utf8_lossy(&args[1]))).into(),
-        )),
+        _ => Err(crate::commands::subcommand_syntax_error(args)),
     }
 }
 
@@ -655,6 +667,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// MONITOR
 /// ```
 pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    // Inside EXEC (or a script), where one reply per command is expected.
+    if ctx.client.deny_blocking {
+        return Err(CmdError::other("ERR MONITOR isn't allowed for DENY BLOCKING client"));
+    }
     if !ctx.client.monitor {
         ctx.client.monitor = true;
         ctx.server.monitors.push(ctx.client.id);

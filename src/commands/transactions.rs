@@ -65,10 +65,12 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         if ctx.client.watched.contains(&slot) {
             continue;
         }
-        // A key that is already logically expired is deleted now, so that only a change
-        // after WATCH can abort the transaction.
+        // A key already logically expired is remembered as such (and left in place, as
+        // Redis does): only a change after WATCH can abort the transaction.
         let now = ctx.now_ms;
-        ctx.ks.exists(db, key, now);
+        if ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now)) {
+            ctx.client.watched_expired.push(slot.clone());
+        }
         ctx.server.watchers.entry(slot.clone()).or_default().push(ctx.client.id);
         ctx.client.watched.push(slot);
     }
@@ -85,6 +87,7 @@ pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 
 fn unwatch_all(ctx: &mut Ctx<'_>) {
     let id = ctx.client.id;
+    ctx.client.watched_expired.clear();
     for slot in std::mem::take(&mut ctx.client.watched) {
         if let Some(ids) = ctx.server.watchers.get_mut(&slot) {
             ids.retain(|c| *c != id);

@@ -18,11 +18,16 @@ use crate::protocol::split_args;
 pub enum Kind {
     Bool,
     Int(i64, i64),
-    /// Bytes, written with optional units (`1kb`, `2gb`...), printed as a plain integer.
-    Memory,
+    /// Bytes, written with optional units (`1kb`, `2gb`...), printed as a plain integer;
+    /// with Redis's bounds.
+    Memory(u64, u64),
     Enum(&'static [&'static str]),
     Str,
 }
+
+/// Parameters CONFIG SET refuses unless `enable-protected-configs` allows it (Redis 7.0's
+/// PROTECTED_CONFIG).
+pub const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
 /// One parameter's definition.
 #[derive(Debug)]
@@ -127,11 +132,17 @@ impl Config {
         if !p.mutable && !startup {
             return Err(SetError::Invalid("can't set immutable config".into()));
         }
-        let canonical = normalize(p, value).map_err(SetError::Invalid)?;
+        let canonical = match p.name {
+            // Each class given replaces that class only.
+            "client-output-buffer-limit" => output_buffer_limits(self.get(p.name), value),
+            _ => normalize(p, value),
+        }
+        .map_err(SetError::Invalid)?;
         if p.name == "notify-keyspace-events" {
             self.notify_flags = crate::notify::parse(value).unwrap_or(0);
         }
-        self.ints[i] = canonical.parse().unwrap_or(0);
+        // Past i64 (maxmemory 18446744073709551615): as good as unlimited.
+        self.ints[i] = canonical.parse().unwrap_or_else(|_| if canonical.parse::<u64>().is_ok() { i64::MAX } else { 0 });
         self.values[i] = canonical;
         Ok(())
     }
@@ -251,9 +262,29 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             if n < lo || n > hi {
                 return Err(format!("argument must be between {lo} and {hi} inclusive"));
             }
+            // Redis keeps hz within 1..=500 and shows the clamped value.
+            let n = if p.name == "hz" { n.clamp(1, 500) } else { n };
             Ok(n.to_string())
         }
-        Kind::Memory => parse_memory(value).map(|n| n.to_string()).ok_or_else(|| "argument must be a memory value".into()),
+        Kind::Memory(lo, hi) => {
+            if p.name == "maxmemory-clients" {
+                if let Some(pct) = value.strip_suffix('%') {
+                    let n: u64 = pct.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
+                    if n > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
+                    return Ok(format!("{n}%"));
+                }
+            }
+            let Some(n) = parse_memory_saturating(value) else {
+                let what = if p.name == "maxmemory-clients" { "memory or percent" } else { "memory" };
+                return Err(format!("argument must be a {what} value"));
+            };
+            if n < lo || n > hi {
+                return Err(format!("argument must be between {lo} and {hi} inclusive"));
+            }
+            Ok(n.to_string())
+        }
         Kind::Enum(choices) => {
             let lower = value.to_ascii_lowercase();
             if choices.contains(&lower.as_str()) {
@@ -266,6 +297,12 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             if p.name == "save" {
                 validate_save(value)?;
             }
+            if p.name == "oom-score-adj-values" {
+                return oom_score_adj_values(value);
+            }
+            if p.name == "latency-tracking-info-percentiles" {
+                return percentiles(value);
+            }
             if p.name == "notify-keyspace-events" {
                 let flags =
                     crate::notify::parse(value).ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())?;
@@ -274,6 +311,73 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             Ok(value.to_string())
         }
     }
+}
+
+/// `client-output-buffer-limit`: `<class> <hard> <soft> <soft seconds>` groups, each replacing
+/// its class in `current`; printed in Redis's order (normal, slave, pubsub).
+fn output_buffer_limits(current: &str, value: &str) -> Result<String, Reason> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let class = |w: &str| match w.to_ascii_lowercase().as_str() {
+        "normal" => Some(0),
+        "slave" | "replica" => Some(1),
+        "pubsub" => Some(2),
+        _ => None,
+    };
+    let mut classes: [[String; 3]; 3] = Default::default();
+    for group in current.split_whitespace().collect::<Vec<_>>().chunks(4) {
+        if let (4, Some(c)) = (group.len(), class(group[0])) {
+            classes[c] = [group[1].to_string(), group[2].to_string(), group[3].to_string()];
+        }
+    }
+    let mut given = Vec::new();
+    for group in words.chunks(4) {
+        let c = class(group[0]).ok_or_else(|| "Invalid client class specified in buffer limit configuration.".to_string())?;
+        // The sizes take units; the seconds are a plain integer.
+        let sizes = [parse_memory_saturating(group[1]), parse_memory_saturating(group[2])];
+        let seconds = group[3].parse::<i64>().ok().filter(|s| *s >= 0);
+        let (Some(hard), Some(soft), Some(seconds)) = (sizes[0], sizes[1], seconds) else {
+            return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+        };
+        given.push((c, [hard.to_string(), soft.to_string(), seconds.to_string()]));
+    }
+    for (c, limits) in given {
+        classes[c] = limits;
+    }
+    let names = ["normal", "slave", "pubsub"];
+    Ok(names.iter().zip(&classes).map(|(n, l)| format!("{n} {} {} {}", l[0], l[1], l[2])).collect::<Vec<_>>().join(" "))
+}
+
+/// `oom-score-adj-values`: three integers within -2000..=2000.
+fn oom_score_adj_values(value: &str) -> Result<String, Reason> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.len() != 3 {
+        return Err("wrong number of arguments".into());
+    }
+    let values: Option<Vec<i64>> = words.iter().map(|w| w.parse::<i64>().ok().filter(|v| (-2000..=2000).contains(v))).collect();
+    let values = values.ok_or_else(|| "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string())?;
+    Ok(values.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
+}
+
+/// `latency-tracking-info-percentiles`: numbers within 0..=100, printed as `%f` without
+/// trailing zeros, as Redis prints them.
+fn percentiles(value: &str) -> Result<String, Reason> {
+    let mut out = Vec::new();
+    for word in value.split_whitespace() {
+        let p: f64 = word
+            .parse()
+            .ok()
+            .filter(|p: &f64| !p.is_nan())
+            .ok_or_else(|| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+        }
+        let text = format!("{p:.6}");
+        out.push(text.trim_end_matches('0').trim_end_matches('.').to_string());
+    }
+    Ok(out.join(" "))
 }
 
 fn validate_save(value: &str) -> Result<(), Reason> {
@@ -303,6 +407,18 @@ pub fn parse_memory(s: &str) -> Option<u64> {
         _ => return None,
     };
     digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// [`parse_memory`] as Redis's `memtoull` reads a config value: digits past 2^64 saturate
+/// (Redis then reports the bounds, or for `maxmemory` takes the largest value).
+fn parse_memory_saturating(s: &str) -> Option<u64> {
+    parse_memory(s).or_else(|| {
+        let lower = s.to_ascii_lowercase();
+        let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+        let (digits, unit) = lower.split_at(split);
+        let known = ["", "b", "k", "kb", "m", "mb", "g", "gb"].contains(&unit);
+        (!digits.is_empty() && known).then_some(u64::MAX)
+    })
 }
 
 /// Quotes a command-line value so the config-line splitter reads it back whole.

@@ -40,7 +40,7 @@ fn lines_for(name: &str, kind: Kind, value: &str) -> Vec<String> {
             }
             words.chunks(2).map(|pair| format!("save {}", pair.join(" "))).collect()
         }
-        (_, Kind::Memory) => vec![format!("{name} {}", memory(value))],
+        (_, Kind::Memory(..)) => vec![format!("{name} {}", memory(value))],
         // An empty word list (no replicaof, no bind) is no line at all.
         (n, Kind::Str) if WORDS.contains(&n) && value.trim().is_empty() => Vec::new(),
         (n, Kind::Str) if WORDS.contains(&n) => vec![format!("{name} {value}")],

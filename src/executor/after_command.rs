@@ -46,7 +46,7 @@ impl Executor {
         }
         for (db, key) in extra {
             if !self.server.watchers.is_empty() {
-                self.touch_watched(client, db, &key);
+                self.touch_watched(Some(client), db, &key);
             }
             if !self.blocking.is_empty() {
                 self.signal_key(db, key);
@@ -70,7 +70,7 @@ impl Executor {
             self.invalidate_keys(Some(client), false, &keys);
         }
         for (db, key) in fresh {
-            self.touch_watched(client, db, &key);
+            self.touch_watched(Some(client), db, &key);
         }
     }
 
@@ -112,13 +112,24 @@ impl Executor {
         self.touched.append(&mut self.server.pushed);
     }
 
-    /// Marks every client watching (db, key), the running one included.
-    pub(super) fn touch_watched(&mut self, current: &mut Client, db: usize, key: &Bytes) {
+    /// Marks every client watching (db, key), the running one included (`current`: none
+    /// for the cron's active expiry).
+    pub(super) fn touch_watched(&mut self, mut current: Option<&mut Client>, db: usize, key: &Bytes) {
         let Some(ids) = self.server.watchers.get(&(db, key.clone())) else { return };
+        let exists = self.ks.db(db).peek(key).is_some();
         for id in ids.clone() {
-            if id == current.id {
-                current.cas_dirty = true;
-            } else if let Some(c) = self.server.clients.get_mut(&id) {
+            let client = match current.as_deref_mut() {
+                Some(c) if c.id == id => Some(c),
+                _ => self.server.clients.get_mut(&id).map(|c| &mut **c),
+            };
+            if let Some(c) = client {
+                // A key expired before WATCH and now deleted did not change (Redis 7).
+                if let Some(pos) = c.watched_expired.iter().position(|(d, k)| *d == db && k == key) {
+                    if !exists {
+                        c.watched_expired.swap_remove(pos);
+                        continue;
+                    }
+                }
                 c.cas_dirty = true;
             }
         }

@@ -81,13 +81,7 @@ impl Executor {
             self.release_replies();
         }
         for (db, key) in expired {
-            if let Some(ids) = self.server.watchers.get(&(db, key)) {
-                for id in ids.clone() {
-                    if let Some(c) = self.server.clients.get_mut(&id) {
-                        c.cas_dirty = true;
-                    }
-                }
-            }
+            self.touch_watched(None, db, &key);
         }
         self.expired_seen = 0;
         if self.logging() {

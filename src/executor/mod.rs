@@ -531,8 +531,11 @@ impl Executor {
             *self.server.stats.errors.entry(code).or_default() += 1;
         }
         // A replica reads only the stream: its REPLCONF ACKs and anything else it sends get
-        // no reply, as in Redis.
-        if client.reply_off || client.reply_skip || client.replica.is_some() {
+        // no reply, as in Redis. CLIENT REPLY OFF|SKIP silence replies but not pushes
+        // ((un)subscribe confirmations), in RESP2 too, as in Redis.
+        let push = |r: &Reply| matches!(r, Reply::Push(_));
+        let pushing = push(reply) || matches!(reply, Reply::Sequence(r) if r.first().is_some_and(push));
+        if client.replica.is_some() || ((client.reply_off || client.reply_skip) && !pushing) {
             return;
         }
         encode_reply(reply, client.proto, &mut client.out);
@@ -870,7 +873,7 @@ impl Executor {
             self.log_script_admin(client, cmd, args, &reply);
         }
         for (db, key) in wiped {
-            self.touch_watched(client, db, &key);
+            self.touch_watched(Some(client), db, &key);
         }
         self.signal_expired(client);
         self.feed_monitors(client, cmd, args);
@@ -973,7 +976,8 @@ impl Executor {
         let queued = client.multi.take().unwrap_or_default();
         // A watched key whose time ran out since WATCH counts as changed (Redis 7).
         let now = self.now_ms;
-        if client.watched.iter().any(|(db, key)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now))) {
+        let expired = |(db, key): &(usize, Bytes)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now));
+        if client.watched.iter().any(|w| expired(w) && !client.watched_expired.contains(w)) {
             client.cas_dirty = true;
         }
         let reply = if client.multi_dirty {
