@@ -883,6 +883,61 @@ fn handler_subcommand_errors() {
     );
 }
 
+/// COMMAND GETKEYS: key specs all or nothing, the commands' own key finders where a spec
+/// cannot be followed (key counts out of range, SORT, MIGRATE KEYS).
+#[test]
+fn getkeys_follow_specs_and_key_finders() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "getkeys",
+        &[
+            "COMMAND GETKEYS eval r 1 a",
+            "COMMAND GETKEYS eval r 0",
+            "COMMAND GETKEYS eval r 3 a b",
+            "COMMAND GETKEYS eval r -1",
+            "COMMAND GETKEYS eval r x",
+            "COMMAND GETKEYS evalsha abc 2 a b c",
+            "COMMAND GETKEYS eval_ro r 1 a",
+            "COMMAND GETKEYS fcall f 1 a",
+            "COMMAND GETKEYS fcall_ro f 0",
+            "COMMAND GETKEYS zunion 2 a b",
+            "COMMAND GETKEYS zinter 2 a b WEIGHTS 1 2",
+            "COMMAND GETKEYS zdiff 3 a b",
+            "COMMAND GETKEYS zintercard 1 a LIMIT 2",
+            "COMMAND GETKEYS sintercard 2 a b",
+            "COMMAND GETKEYS lmpop 2 a b LEFT",
+            "COMMAND GETKEYS blmpop 0 2 a b LEFT",
+            "COMMAND GETKEYS zmpop 1 a MIN",
+            "COMMAND GETKEYS bzmpop 1 1 a MAX",
+            "COMMAND GETKEYS zunionstore d 2 a b",
+            "COMMAND GETKEYS zinterstore d 3 a b",
+            "COMMAND GETKEYS zdiffstore d x a",
+            "COMMAND GETKEYS zunionstore d -1 a",
+            "COMMAND GETKEYS sort a STORE b",
+            "COMMAND GETKEYS sort a BY x GET y STORE b STORE c",
+            "COMMAND GETKEYS sort a LIMIT 0 1",
+            "COMMAND GETKEYS sort_ro a BY x",
+            "COMMAND GETKEYS georadius a 0 0 1 km STORE b",
+            "COMMAND GETKEYS georadius a 0 0 1 km STOREDIST b",
+            "COMMAND GETKEYS georadiusbymember a m 1 km STORE b",
+            "COMMAND GETKEYS migrate h 1 \"\" 0 5 KEYS a b",
+            "COMMAND GETKEYS migrate h 1 k 0 5",
+            "COMMAND GETKEYS migrate h 1 k 0 5 KEYS a",
+            "COMMAND GETKEYS migrate h 1 \"\" 0 5 AUTH pw KEYS a",
+            "COMMAND GETKEYS get a",
+            "COMMAND GETKEYS mset a 1 b 2",
+            "COMMAND GETKEYS mset a 1 b",
+            "COMMAND GETKEYS set a b GET",
+            "COMMAND GETKEYS lmove a b LEFT RIGHT",
+            "COMMAND GETKEYS ping",
+            "COMMAND GETKEYS object encoding a",
+            "COMMAND GETKEYS bitfield a GET u8 0",
+            "COMMAND GETKEYS blpop a b 0",
+            "COMMAND GETKEYS spop a",
+        ],
+    );
+}
+
 /// Every command of the table with one argument too few (and one too many for fixed arity).
 #[test]
 fn wrong_arity_for_every_command() {

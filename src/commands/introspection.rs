@@ -114,9 +114,12 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdE
         super::Resolved::WrongArity(_) => return Err(CmdError::other("ERR Invalid number of arguments specified for command")),
         _ => return Err(CmdError::other("ERR Invalid command specified")),
     };
-    let keys = cmd.key_positions(inner.len());
-    if keys.is_empty() {
+    if cmd.key_specs.is_empty() {
         return Err(CmdError::other("ERR The command has no key arguments"));
+    }
+    let keys = super::keyspec::getkeys(cmd, inner);
+    if keys.is_empty() && !cmd.has(super::Flag::NoMandatoryKeys) {
+        return Err(CmdError::other("ERR Invalid arguments specified for command"));
     }
     Ok(Reply::Array(keys.into_iter().map(|i| Reply::Bulk(inner[i].clone())).collect()))
 }

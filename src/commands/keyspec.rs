@@ -48,39 +48,43 @@ fn access(spec: &Doc) -> u8 {
     out
 }
 
+/// Where a key spec's keys begin: `Some(Some(i))`, `Some(None)` when its keyword is absent
+/// (no keys from it), `None` for a start of unknown kind (SORT's BY/GET).
+fn spec_start(spec: &Doc, args: &[Bytes]) -> Option<Option<i64>> {
+    let argc = args.len() as i64;
+    let begin = field(spec, "begin_search")?;
+    let bspec = field(begin, "spec")?;
+    match str_field(begin, "type") {
+        Some("index") => Some(Some(int_field(bspec, "index").unwrap_or(0))),
+        Some("keyword") => {
+            let (keyword, from) = (str_field(bspec, "keyword")?, int_field(bspec, "startfrom")?);
+            let (start, end) = if from > 0 { (from, argc - 1) } else { (argc + from, 1) };
+            let mut i = start;
+            while i >= 1 && i < argc {
+                if eq_ignore_case(&args[i as usize], keyword) {
+                    return Some(Some(i + 1));
+                }
+                if i == end {
+                    break;
+                }
+                i += if start <= end { 1 } else { -1 };
+            }
+            Some(None)
+        }
+        _ => None,
+    }
+}
+
 /// Every key argument of `args` (the whole argv, name included) with its access flags.
 pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
     for spec in cmd.key_specs {
         let flags = access(spec);
-        let (Some(begin), Some(find)) = (field(spec, "begin_search"), field(spec, "find_keys")) else { continue };
-        let (Some(bspec), Some(fspec)) = (field(begin, "spec"), field(find, "spec")) else { continue };
-        let first = match str_field(begin, "type") {
-            Some("index") => int_field(bspec, "index").unwrap_or(0),
-            Some("keyword") => {
-                let (Some(keyword), Some(from)) = (str_field(bspec, "keyword"), int_field(bspec, "startfrom")) else { continue };
-                let (start, end) = if from > 0 { (from, argc - 1) } else { (argc + from, 1) };
-                let mut found = None;
-                let mut i = start;
-                while i >= 1 && i < argc {
-                    if eq_ignore_case(&args[i as usize], keyword) {
-                        found = Some(i + 1);
-                        break;
-                    }
-                    if i == end {
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                match found {
-                    Some(f) => f,
-                    None => continue,
-                }
-            }
-            // SORT's STORE and BY/GET: found by the command's own parser below.
-            _ => continue,
-        };
+        let Some(find) = field(spec, "find_keys") else { continue };
+        let Some(fspec) = field(find, "spec") else { continue };
+        // SORT's STORE and BY/GET: found by the command's own parser below.
+        let Some(Some(first)) = spec_start(spec, args) else { continue };
         let (last, step) = match str_field(find, "type") {
             Some("range") => {
                 let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
@@ -130,6 +134,113 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
         _ => {}
     }
     out
+}
+
+/// COMMAND GETKEYS's key positions, as Redis 7.0's `getKeysFromCommandWithSpecs` finds
+/// them: from the key specs, all or nothing; where one cannot be followed (a bad or
+/// too-large key count, a spec marked incomplete or of unknown start) the command's own key
+/// finder (Redis's `*GetKeys` procedures) decides, and finds nothing for a bad key count.
+pub fn getkeys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+    strict_spec_keys(cmd, args).unwrap_or_else(|| finder_keys(cmd.name, args))
+}
+
+fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+    let argc = args.len() as i64;
+    let mut out = Vec::new();
+    for spec in cmd.key_specs {
+        let flag =
+            |name: &str| matches!(field(spec, "flags"), Some(Doc::Arr(f)) if f.iter().any(|x| matches!(x, Doc::Str(s) if *s == name)));
+        if flag("not_key") {
+            continue;
+        }
+        if flag("incomplete") {
+            return None;
+        }
+        let Some(first) = spec_start(spec, args)? else { continue };
+        let find = field(spec, "find_keys")?;
+        let fspec = field(find, "spec")?;
+        let (first, last, step) = match str_field(find, "type") {
+            Some("range") => {
+                let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
+                let limit = int_field(fspec, "limit").unwrap_or(0);
+                let last = match (lastkey >= 0, limit) {
+                    (true, _) => first + lastkey,
+                    (false, 0) => argc + lastkey,
+                    (false, limit) => first + ((argc - first) / limit + lastkey),
+                };
+                (first, last, int_field(fspec, "keystep").unwrap_or(1).max(1))
+            }
+            Some("keynum") => {
+                let idx = first + int_field(fspec, "keynumidx").unwrap_or(0);
+                let numkeys = args.get(usize::try_from(idx).ok()?).and_then(|a| crate::util::parse_i64(a)).filter(|n| *n >= 0)?;
+                let begin = first + int_field(fspec, "firstkey").unwrap_or(0);
+                (begin, begin + numkeys - 1, int_field(fspec, "keystep").unwrap_or(1).max(1))
+            }
+            _ => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        out.extend((first..=last).step_by(step as usize).map(|i| i as usize));
+    }
+    Some(out)
+}
+
+/// Redis's `genericGetKeys`: `atoi` of the key count, no keys when it is out of range.
+fn counted_keys(args: &[Bytes], store: Option<usize>, count_at: usize, first: usize) -> Vec<usize> {
+    let digits = |a: &Bytes| {
+        let s = String::from_utf8_lossy(a);
+        let t = s.trim_start();
+        let end =
+            t.char_indices().find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))).map_or(t.len(), |(i, _)| i);
+        t[..end].parse::<i64>().unwrap_or(0)
+    };
+    let num = args.get(count_at).map_or(0, digits);
+    if num < 1 || num > args.len().saturating_sub(first) as i64 {
+        return Vec::new();
+    }
+    store.into_iter().chain(first..first + num as usize).collect()
+}
+
+/// The key finders of the commands whose specs can fail (Redis's `*GetKeys`).
+fn finder_keys(name: &str, args: &[Bytes]) -> Vec<usize> {
+    match name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop" | "bzmpop" => counted_keys(args, None, 2, 3),
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => counted_keys(args, None, 1, 2),
+        "zunionstore" | "zinterstore" | "zdiffstore" => counted_keys(args, Some(1), 2, 3),
+        "sort" | "sort_ro" => {
+            // The last STORE counts, as when SORT runs.
+            let mut store = None;
+            let mut i = 2;
+            while i < args.len() {
+                if eq_ignore_case(&args[i], "limit") {
+                    i += 2;
+                } else if eq_ignore_case(&args[i], "get") || eq_ignore_case(&args[i], "by") {
+                    i += 1;
+                } else if eq_ignore_case(&args[i], "store") && i + 1 < args.len() {
+                    store = Some(i + 1);
+                }
+                i += 1;
+            }
+            std::iter::once(1).chain(store).collect()
+        }
+        "migrate" => {
+            // MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2 user pw] [KEYS k...]
+            let mut i = 6;
+            while i < args.len() {
+                if eq_ignore_case(&args[i], "auth") {
+                    i += 1;
+                } else if eq_ignore_case(&args[i], "auth2") {
+                    i += 2;
+                } else if eq_ignore_case(&args[i], "keys") {
+                    return if args[3].is_empty() { (i + 1..args.len()).collect() } else { Vec::new() };
+                }
+                i += 1;
+            }
+            vec![3]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// BITFIELD with only GET (and OVERFLOW) operations reads its key (Redis's
