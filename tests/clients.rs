@@ -42,6 +42,28 @@ fn pause_write_holds_writes_only_and_pause_all_holds_everything() {
     assert!(t.elapsed() >= Duration::from_millis(150), "PING did not wait for a pause ALL");
 }
 
+/// Under PAUSE WRITE, commands that may replicate wait too (PUBLISH, PFCOUNT, an EVAL
+/// without flags), while a script that declares no-writes runs, as in Redis.
+#[test]
+fn pause_write_holds_commands_that_may_replicate() {
+    let server = Server::start(&[]);
+    let mut admin = server.raw();
+    let mut c = server.raw();
+    let waits = |c: &mut common::RawConn, admin: &mut common::RawConn, cmd: &[&[u8]]| {
+        assert_eq!(admin.call(&[b"CLIENT", b"PAUSE", b"300", b"WRITE"]), b"+OK\r\n");
+        let t = Instant::now();
+        c.call(cmd);
+        let waited = t.elapsed() >= Duration::from_millis(250);
+        assert_eq!(admin.call(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+        waited
+    };
+    assert!(waits(&mut c, &mut admin, &[b"PUBLISH", b"ch", b"m"]), "PUBLISH ran during PAUSE WRITE");
+    assert!(waits(&mut c, &mut admin, &[b"PFCOUNT", b"h"]), "PFCOUNT ran during PAUSE WRITE");
+    assert!(waits(&mut c, &mut admin, &[b"EVAL", b"return 1", b"0"]), "EVAL ran during PAUSE WRITE");
+    assert!(!waits(&mut c, &mut admin, &[b"EVAL", b"#!lua flags=no-writes\nreturn 1", b"0"]), "a no-writes script waited");
+    assert!(!waits(&mut c, &mut admin, &[b"EVAL_RO", b"return 1", b"0"]), "EVAL_RO waited");
+}
+
 #[test]
 fn monitor_shows_commands_like_redis() {
     let server = Server::start(&[]);

@@ -489,3 +489,61 @@ fn info_reports_cached_scripts() {
     assert!(scripts.is_some_and(|n| n >= 24), "{text}");
     let _ = Cmp::Exact;
 }
+
+/// Shebang parsing, EVALSHA's early NOSCRIPT, read-only scripts and may-replicate commands,
+/// the OOM check before the first write command, `math.random`'s error position,
+/// `redis.set_repl`'s number conversion, and RESP3 conversions (verbatim formats, maps and
+/// sets grown as Redis grows them, arrays with holes), in RESP2 and RESP3.
+#[test]
+fn shebangs_read_only_oom_and_resp3_conversions_match_redis() {
+    let mut d = DiffPair::start();
+    let common: &[&str] = &[
+        "EVAL \"#!lua\" 0",
+        "SCRIPT LOAD \"#!lua\"",
+        "EVAL \"#!\" 0",
+        "EVAL \"#!x\" 0",
+        "EVAL \"#!lua flags=no-writes,\\nreturn 1\" 0",
+        "EVAL \"#!lua flags=,no-writes\\nreturn 1\" 0",
+        "EVAL \"#!lua flags=,\\nreturn 1\" 0",
+        "EVAL \"#!lua flags=no-writes, allow-oom\\nreturn 1\" 0",
+        "EVAL \"#!lua 'x\\nreturn 1\" 0",
+        "EVAL \"#!lua flags=\\nreturn 1\" 0",
+        "EVALSHA abc -1",
+        "EVALSHA abc x",
+        "EVALSHA \"\" 5",
+        "EVALSHA_RO 0123456789012345678901234567890123456789a -1",
+        "EVALSHA 0123456789012345678901234567890123456789 -1",
+        "EVAL_RO \"return redis.call('publish','a','b')\" 0",
+        "EVAL_RO \"return redis.pcall('pfcount','x')\" 0",
+        "EVAL \"#!lua flags=no-writes\\nreturn redis.call('spublish','a','b')\" 0",
+        "CONFIG SET maxmemory 1",
+        "EVAL \"redis.call('del','zz') return redis.call('set','a','b')\" 0",
+        "EVAL \"redis.call('expire','zz', 10) return redis.call('set','a','b')\" 0",
+        "EVAL \"return redis.call('set','a','b')\" 0",
+        "CONFIG SET maxmemory 0",
+        "EVAL \"return math.random(0)\" 0",
+        "EVAL \"return math.random(3, 1)\" 0",
+        "EVAL \"return math.random(1, 2, 3)\" 0",
+        "EVAL \"return math.random('x')\" 0",
+        "EVAL \"return math.randomseed()\" 0",
+        "EVAL \"local ok, e = pcall(math.random, 0) return e\" 0",
+        "EVAL \"return redis.set_repl('x')\" 0",
+        "EVAL \"return redis.set_repl({})\" 0",
+        "EVAL \"return redis.set_repl(2.5)\" 0",
+        "EVAL \"return redis.set_repl(9)\" 0",
+        "EVAL \"return {verbatim_string={format='tx',string='x'}}\" 0",
+        "EVAL \"return {verbatim_string={format='',string='x'}}\" 0",
+        "EVAL \"return {verbatim_string={format='toolong',string='x'}}\" 0",
+        "EVAL \"return {verbatim_string={format='a',string='x'}}\" 0",
+        "DEL h a c",
+        "HSET h e 1 eblk 2 npa 3 q 4 zz 5",
+        "MSET a 1 c 3",
+        "EVAL \"redis.setresp(3) return redis.call('hgetall', KEYS[1])\" 1 h",
+        "EVAL \"redis.setresp(3) return cjson.encode(redis.call('hgetall', KEYS[1]))\" 1 h",
+        "EVAL \"redis.setresp(3) local t = redis.call('mget', 'a', 'nokey', 'c') return #t\" 0",
+        "EVAL \"redis.setresp(3) local t = redis.call('mget', 'nokey', 'a', 'nokey', 'nokey', 'c') return #t\" 0",
+    ];
+    d.assert_script("resp2", common);
+    let _ = d.hello(3).expect("HELLO 3");
+    d.assert_script("resp3", common);
+}

@@ -78,6 +78,10 @@ FLAGS = {
     "allow_busy": "AllowBusy", "no_multi": "NoMulti", "movablekeys": "MovableKeys",
     "no_async_loading": "NoAsyncLoading",
 }
+# CMD_MAY_REPLICATE, which COMMAND INFO hides on purpose (Redis 7.0's command JSON files):
+# CLIENT PAUSE WRITE holds these, and read-only scripts may not call them.
+MAY_REPLICATE = {"eval", "evalsha", "fcall", "function|delete", "function|flush", "function|load",
+                 "function|restore", "pfcount", "publish", "script|flush", "script|load", "spublish"}
 GROUPS = {
     "generic": "Generic", "string": "String", "list": "List", "set": "Set", "sorted-set": "SortedSet",
     "hash": "Hash", "pubsub": "PubSub", "transactions": "Transactions", "connection": "Connection",
@@ -100,6 +104,8 @@ def entry(sock, module, name, info, docs, subs, indent):
     my_id = NEXT_ID
     NEXT_ID += 1
     d = pairs(docs) if docs else {}
+    if cname in MAY_REPLICATE:
+        flags = list(flags) + ["may_replicate"]
     flag_list = ", ".join("Flag::" + FLAGS[f] for f in flags)
     head = "CommandSpec { id: %d, name: %s, arity: %d, flags: &[%s], first_key: %d, last_key: %d, key_step: %d," % (
         my_id, rust_str(cname), arity, flag_list, first, last, step)

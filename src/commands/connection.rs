@@ -247,7 +247,7 @@ pub fn client_line(c: &Client) -> String {
 }
 
 pub fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Ok(Reply::Verbatim("txt", Bytes::from(client_line(ctx.client))))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from(client_line(ctx.client))))
 }
 
 /// ```text
@@ -278,7 +278,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
                 text.push_str(&client_line(c));
             }
         }
-        return Ok(Reply::Verbatim("txt", Bytes::from(text)));
+        return Ok(Reply::Verbatim(*b"txt", Bytes::from(text)));
     }
     let mut all: Vec<&Client> = ctx.server.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
@@ -289,7 +289,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         }
         text.push_str(&client_line(c));
     }
-    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from(text)))
 }
 
 /// ```text

@@ -106,14 +106,14 @@ pub fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
     } else {
         "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"
     };
-    Ok(Reply::Verbatim("txt", Bytes::from_static(text.as_bytes())))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from_static(text.as_bytes())))
 }
 
 /// ```text
 /// MEMORY MALLOC-STATS
 /// ```
 pub fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Ok(Reply::Verbatim("txt", Bytes::from_static(b"Stats not supported for the current allocator")))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from_static(b"Stats not supported for the current allocator")))
 }
 
 /// ```text
@@ -182,7 +182,7 @@ pub fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdEr
         t.push_str("\nCheck the slow log (SLOWLOG GET) for the commands behind them.\n");
         t
     };
-    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from(text)))
 }
 
 /// LATENCY GRAPH and LATENCY HISTOGRAM: not kept here.

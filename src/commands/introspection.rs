@@ -34,7 +34,8 @@ fn info_entry(cmd: &CommandSpec) -> Reply {
     Reply::Array(vec![
         Reply::bulk(cmd.name.as_bytes()),
         Reply::Int(cmd.arity as i64),
-        status_set(cmd.flags.iter().map(|f| f.as_str())),
+        // may_replicate is hidden from COMMAND INFO, as in Redis.
+        status_set(cmd.flags.iter().filter(|f| **f != super::Flag::MayReplicate).map(|f| f.as_str())),
         Reply::Int(cmd.first_key as i64),
         Reply::Int(cmd.last_key as i64),
         Reply::Int(cmd.key_step as i64),

@@ -59,6 +59,10 @@ fn engine<'a>(ctx: &'a mut Ctx<'_>) -> Result<&'a mut ScriptEngine, CmdError> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Result<Reply, CmdError> {
+    // A SHA1 that is not 40 characters long cannot match: NOSCRIPT before anything else.
+    if by_sha && args[1].len() != 40 {
+        return Err(CmdError::other("NOSCRIPT No matching script. Please use EVAL."));
+    }
     let numkeys = super::arg_i64(&args[2])?;
     if numkeys < 0 {
         return Err(CmdError::other("ERR Number of keys can't be negative"));

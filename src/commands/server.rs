@@ -59,7 +59,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
         info_section(ctx, section, &mut text);
     }
-    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+    Ok(Reply::Verbatim(*b"txt", Bytes::from(text)))
 }
 
 fn human_bytes(n: u64) -> String {
@@ -365,7 +365,7 @@ fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<Reply, CmdError> {
         ]),
         "true" => Reply::Bool(true),
         "false" => Reply::Bool(false),
-        "verbatim" => Reply::Verbatim("txt", Bytes::from_static(b"This is a verbatim\nstring")),
+        "verbatim" => Reply::Verbatim(*b"txt", Bytes::from_static(b"This is a verbatim\nstring")),
         _ => {
             return Err(CmdError::other(
                 "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",

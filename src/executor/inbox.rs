@@ -248,14 +248,28 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], flags: &Con
     let mut out = Vec::new();
     let busy = if watch.is_function() { BUSY_FUNCTION } else { BUSY };
     for args in cmds {
-        let allowed = match commands::resolve(args) {
-            Resolved::Found(cmd) if cmd.has(Flag::AllowBusy) => Some(cmd),
-            _ => None,
-        };
-        match allowed.map(|c| c.name) {
-            Some("shutdown" | "script|kill" | "function|kill" | "function|stats") | None if !authenticated => {
-                out.extend_from_slice(b"-NOAUTH Authentication required.\r\n")
+        // Redis's order of checks: the name and arity, then authentication, then BUSY.
+        let cmd = match commands::resolve(args) {
+            Resolved::Found(cmd) => cmd,
+            Resolved::Unknown => {
+                crate::protocol::encode_reply(&commands::unknown_command_error(args), proto, &mut out);
+                continue;
             }
+            Resolved::UnknownSubcommand => {
+                crate::protocol::encode_reply(&commands::unknown_subcommand_error(args), proto, &mut out);
+                continue;
+            }
+            Resolved::WrongArity(cmd) => {
+                crate::protocol::encode_reply(&commands::wrong_arity_error(cmd), proto, &mut out);
+                continue;
+            }
+        };
+        if !authenticated && !cmd.has(Flag::NoAuth) {
+            out.extend_from_slice(b"-NOAUTH Authentication required.\r\n");
+            continue;
+        }
+        let allowed = cmd.has(Flag::AllowBusy).then_some(cmd);
+        match allowed.map(|c| c.name) {
             Some(name @ ("script|kill" | "function|kill")) => {
                 let by_function = name == "function|kill";
                 out.extend_from_slice(match watch.kill(by_function) {
@@ -279,14 +293,25 @@ pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], flags: &Con
                 let reply = crate::commands::function_stats_reply(Some((f.name, f.argv, ms)), f.libraries, f.functions);
                 crate::protocol::encode_reply(&reply, proto, &mut out);
             }
-            Some("shutdown") if authenticated && args[1..].iter().any(|a| crate::util::opt_is(a, "nosave")) => {
-                // The hook stops the script and the executor the server; nothing of the
-                // script is kept.
-                crate::log::warning("User requested shutdown...");
-                watch.request_shutdown();
-                return Some(out);
+            Some("shutdown") => {
+                // SHUTDOWN parses its options first (Redis runs it during a busy script).
+                let opt = |name: &str| args[1..].iter().any(|a| crate::util::opt_is(a, name));
+                let known = args[1..].iter().all(|a| ["nosave", "save", "now", "force", "abort"].iter().any(|o| crate::util::opt_is(a, o)));
+                if !known || (opt("abort") && args.len() > 2) || (opt("nosave") && opt("save")) {
+                    out.extend_from_slice(b"-ERR syntax error\r\n");
+                } else if opt("abort") {
+                    out.extend_from_slice(b"-ERR No shutdown in progress.\r\n");
+                } else if opt("nosave") {
+                    // The hook stops the script and the executor the server; nothing of the
+                    // script is kept.
+                    crate::log::warning("User requested shutdown...");
+                    watch.request_shutdown();
+                    return Some(out);
+                } else {
+                    out.extend_from_slice(busy);
+                }
             }
-            Some("shutdown") | None => out.extend_from_slice(busy),
+            None => out.extend_from_slice(busy),
             Some(_) => return None,
         }
     }
@@ -321,6 +346,15 @@ mod tests {
         w.start(false, None);
         assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "STATS"])], &user).unwrap(), BUSY);
         assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "KILL"])], &user).unwrap(), BUSY);
+        // The name and the arity are checked before authentication and BUSY, as in Redis.
+        let text = |c: &[&str], f: &ConnFlags| String::from_utf8_lossy(&busy_answers(&w, &[cmd(c)], f).unwrap()).into_owned();
+        assert_eq!(text(&["GET"], &user), "-ERR wrong number of arguments for 'get' command\r\n");
+        assert!(text(&["NOSUCHCMD"], &guest).starts_with("-ERR unknown command 'NOSUCHCMD'"));
+        assert_eq!(text(&["SCRIPT", "bogus"], &user), "-ERR unknown subcommand 'bogus'. Try SCRIPT HELP.\r\n");
+        assert_eq!(text(&["SCRIPT", "KILL", "x"], &user), "-ERR wrong number of arguments for 'script|kill' command\r\n");
+        assert_eq!(text(&["SHUTDOWN", "bogus"], &user), "-ERR syntax error\r\n");
+        assert_eq!(text(&["SHUTDOWN", "NOSAVE", "SAVE"], &user), "-ERR syntax error\r\n");
+        assert_eq!(text(&["SHUTDOWN", "SAVE"], &user).as_bytes(), BUSY);
         w.finish();
         let f = crate::scripting::RunningFunction {
             name: "spin".into(),

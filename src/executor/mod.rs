@@ -548,7 +548,28 @@ impl Executor {
             self.server.pause = None;
             return false;
         }
-        all || matches!(commands::resolve(args), Resolved::Found(cmd) if cmd.has(Flag::Write) || cmd.has(Flag::MayReplicate))
+        if all {
+            return true;
+        }
+        let Resolved::Found(cmd) = commands::resolve(args) else { return false };
+        match self.declared_writes(cmd, args) {
+            Some(writes) => writes,
+            None => cmd.has(Flag::Write) || cmd.has(Flag::MayReplicate),
+        }
+    }
+
+    /// Whether an EVAL, EVALSHA or FCALL writes, when its script declares flags (a shebang;
+    /// every function does): Redis's `scriptFlagsToCmdFlags` then replaces the command's
+    /// own write and may-replicate flags. `None` for a script without flags.
+    fn declared_writes(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<bool> {
+        let engine = self.server.scripts.as_deref()?;
+        let flags = match cmd.name {
+            "eval" => crate::scripting::ScriptFlags::parse(&args[1]).ok()?,
+            "evalsha" => engine.get(&args[1])?.flags,
+            "fcall" => engine.functions.get(&args[1])?.flags,
+            _ => return None,
+        };
+        (!flags.compat).then_some(!flags.no_writes)
     }
 
     /// Holds a client at `cmds[index]` until the pause ends.

@@ -221,10 +221,12 @@ impl ScriptHost for ScriptBridge<'_> {
             return refusal;
         }
         let write = cmd.has(Flag::Write);
-        if write && self.read_only {
+        // PUBLISH, PFCOUNT and the like may replicate: not for read-only scripts either.
+        if (write || cmd.has(Flag::MayReplicate)) && self.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
         }
-        if self.oom_at_start && !self.allow_oom && !self.outcome.wrote && cmd.has(Flag::DenyOom) {
+        // Before the first write command (one that changed nothing counts, as in Redis).
+        if self.oom_at_start && !self.allow_oom && !self.write_allowed && cmd.has(Flag::DenyOom) {
             return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
         }
         // A SCRIPT KILL accepted before the first write wins: nothing is written after it.

@@ -85,7 +85,7 @@ pub fn encode_reply(reply: &Reply, proto: ProtocolVersion, out: &mut Vec<u8>) {
         Reply::Verbatim(format, text) => {
             if resp3 {
                 int_line(out, b'=', (text.len() + 4) as i64);
-                out.extend_from_slice(format.as_bytes());
+                out.extend_from_slice(format);
                 out.push(b':');
                 out.extend_from_slice(text);
                 out.extend_from_slice(b"\r\n");
@@ -175,6 +175,6 @@ mod tests {
         assert_eq!(enc(&map, Resp3), "%1\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(&Reply::Double(1.5), Resp3), ",1.5\r\n");
         assert_eq!(enc(&Reply::Double(1.5), Resp2), "$3\r\n1.5\r\n");
-        assert_eq!(enc(&Reply::Verbatim("txt", Bytes::from_static(b"hi")), Resp3), "=6\r\ntxt:hi\r\n");
+        assert_eq!(enc(&Reply::Verbatim(*b"txt", Bytes::from_static(b"hi")), Resp3), "=6\r\ntxt:hi\r\n");
     }
 }

@@ -31,7 +31,8 @@ pub enum Reply {
     /// in RESP2 where it came from Lua; callers choose.
     Bool(bool),
     /// A verbatim string (`=len\r\ntxt:...`) in RESP3, a bulk string in RESP2.
-    Verbatim(&'static str, Bytes),
+    /// RESP3 `=`: a three-byte format (`txt`, `mkd`...) and the text.
+    Verbatim([u8; 3], Bytes),
     /// A big number in RESP3, a bulk string in RESP2.
     BigNumber(String),
     /// An out-of-band push (`>`) in RESP3, an array in RESP2.

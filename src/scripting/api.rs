@@ -85,7 +85,8 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
             if args.len() != 1 {
                 return Err("redis.set_repl() requires two arguments.".to_string());
             }
-            let flags = number(lua, &args[0]).map(|n| n as i64).unwrap_or(-1);
+            // lua_tonumber: what is not a number is 0 (REPL_NONE), as in Redis.
+            let flags = number(lua, &args[0]).map(|n| n as i64).unwrap_or(0);
             if flags & !(REPL_AOF | REPL_REPLICA) != 0 {
                 return Err("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".to_string());
             }

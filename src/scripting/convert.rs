@@ -54,11 +54,18 @@ pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
                 ffi::lua_pushboolean(l, 0)
             }
         }
-        Reply::Array(items) | Reply::Push(items) | Reply::Sequence(items) => push_array(l, items.iter(), items.len(), resp3),
+        Reply::Array(items) | Reply::Push(items) | Reply::Sequence(items) => {
+            // RESP3 nulls leave holes, and then `#t` depends on how the table grew: grown from
+            // empty, as Redis does. A table without holes is the same either way (presized).
+            let holes = resp3 && items.iter().any(|r| matches!(r, Reply::Nil | Reply::NilArray | Reply::NoReply | Reply::Attribute(_)));
+            push_array(l, items.iter(), if holes { 0 } else { items.len() }, resp3)
+        }
         Reply::Map(pairs) => {
             if resp3 {
+                // Not presized: Redis grows the table from empty, and the order `pairs`
+                // visits a hash in depends on how it grew.
                 push_single_field(l, c"map", |l| {
-                    ffi::lua_createtable(l, 0, pairs.len() as c_int);
+                    ffi::lua_createtable(l, 0, 0);
                     for (k, v) in pairs {
                         push_reply(l, k, resp3);
                         push_reply(l, v, resp3);
@@ -72,7 +79,7 @@ pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
         Reply::Set(items) => {
             if resp3 {
                 push_single_field(l, c"set", |l| {
-                    ffi::lua_createtable(l, 0, items.len() as c_int);
+                    ffi::lua_createtable(l, 0, 0);
                     for item in items {
                         push_reply(l, item, resp3);
                         ffi::lua_pushboolean(l, 1);
@@ -107,12 +114,14 @@ pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
         }
         Reply::Verbatim(format, text) => {
             if resp3 {
+                // Built as Redis builds it (an empty table, then string and format), so that
+                // `pairs` visits the fields in Redis's order.
                 push_single_field(l, c"verbatim_string", |l| {
-                    ffi::lua_createtable(l, 0, 2);
-                    push_bytes(l, format.as_bytes());
-                    ffi::lua_setfield(l, -2, c"format".as_ptr());
+                    ffi::lua_createtable(l, 0, 0);
                     push_bytes(l, text);
                     ffi::lua_setfield(l, -2, c"string".as_ptr());
+                    push_bytes(l, format);
+                    ffi::lua_setfield(l, -2, c"format".as_ptr());
                 })
             } else {
                 push_bytes(l, text)
@@ -133,8 +142,9 @@ unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
 }
 
 /// An array table of `items`.
-unsafe fn push_array<'a>(l: *mut lua_State, items: impl Iterator<Item = &'a Reply>, len: usize, resp3: bool) {
-    ffi::lua_createtable(l, len.min(c_int::MAX as usize) as c_int, 0);
+/// `presize`: the array part's size to allocate up front.
+unsafe fn push_array<'a>(l: *mut lua_State, items: impl Iterator<Item = &'a Reply>, presize: usize, resp3: bool) {
+    ffi::lua_createtable(l, presize.min(c_int::MAX as usize) as c_int, 0);
     for (i, item) in items.enumerate() {
         push_reply(l, item, resp3);
         ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
@@ -348,10 +358,11 @@ unsafe fn table_reply(l: *mut lua_State, t: c_int, fields: c_int, resp3: bool, d
         if push_field(l, t, fields, VERBATIM) == ffi::LUA_TTABLE {
             let v = ffi::lua_gettop(l);
             if push_field(l, v, fields, FORMAT) == ffi::LUA_TSTRING && push_field(l, v, fields, STRING) == ffi::LUA_TSTRING {
-                let format: &'static str = match bytes_at(l, -2) {
-                    b"mkd" => "mkd",
-                    _ => "txt",
-                };
+                // Redis sends the format's first three bytes (up to a NUL), space-padded.
+                let mut format = *b"   ";
+                for (slot, &b) in format.iter_mut().zip(bytes_at(l, -2).iter().take_while(|&&b| b != 0)) {
+                    *slot = b;
+                }
                 break 'found Some(Reply::Verbatim(format, Bytes::copy_from_slice(bytes_at(l, -1))));
             }
         }

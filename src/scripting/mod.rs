@@ -86,11 +86,10 @@ impl ScriptFlags {
         if !body.starts_with(b"#!") {
             return Ok(ScriptFlags { compat: true, ..ScriptFlags::default() });
         }
-        let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
-        let line = String::from_utf8_lossy(&body[..end]);
-        let parts = crate::protocol::split_args(line.as_bytes()).ok_or("Invalid script shebang")?;
+        let end = body.iter().position(|&b| b == b'\n').ok_or("Invalid script shebang")?;
+        let parts = crate::protocol::split_args(&body[..end]).filter(|p| !p.is_empty()).ok_or("Invalid engine in script shebang")?;
         let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-        let Some(engine) = parts.first() else { return Err("Invalid script shebang".into()) };
+        let Some(engine) = parts.first() else { return Err("Invalid engine in script shebang".into()) };
         if engine != "#!lua" {
             return Err(format!("Unexpected engine in script shebang: {engine}"));
         }
@@ -99,7 +98,8 @@ impl ScriptFlags {
             let Some(list) = part.strip_prefix("flags=") else {
                 return Err(format!("Unknown lua shebang option: {part}"));
             };
-            for flag in list.split(',').filter(|f| !f.is_empty()) {
+            // `flags=` is no flag; an empty one between commas is an unknown flag.
+            for flag in list.split(',').filter(|_| !list.is_empty()) {
                 match flag {
                     "no-writes" => flags.no_writes = true,
                     "allow-oom" => flags.allow_oom = true,
@@ -532,6 +532,10 @@ mod tests {
         assert_eq!(ScriptFlags::parse(b"#!lua flags=bad\n").unwrap_err(), "Unexpected flag in script shebang: bad");
         assert_eq!(ScriptFlags::parse(b"#!perl\n").unwrap_err(), "Unexpected engine in script shebang: #!perl");
         assert_eq!(ScriptFlags::parse(b"#!lua name=x\n").unwrap_err(), "Unknown lua shebang option: name=x");
+        assert_eq!(ScriptFlags::parse(b"#!lua").unwrap_err(), "Invalid script shebang");
+        assert_eq!(ScriptFlags::parse(b"#!lua flags=no-writes,\n").unwrap_err(), "Unexpected flag in script shebang: ");
+        assert_eq!(ScriptFlags::parse(b"#!lua 'x\n").unwrap_err(), "Invalid engine in script shebang");
+        assert!(ScriptFlags::parse(b"#!lua flags=\n").is_ok_and(|f| !f.no_writes && !f.compat));
     }
 
     #[test]

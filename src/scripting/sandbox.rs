@@ -19,6 +19,7 @@ use bytes::Bytes;
 use mlua::ffi;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 
+use super::lib_bit::{arg_error, lua_error};
 use super::shim::string_error_fn;
 use super::RunState;
 
@@ -214,25 +215,25 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
         match args.len() {
             0 => Ok(r),
             1 => {
-                let u = check_int(lua, &args, 0, "random")?;
+                let u = check_int(lua, &args, 0)?;
                 if u < 1 {
-                    return Err("bad argument #1 to 'random' (interval is empty)".into());
+                    return Err(arg_error(lua, 1, "interval is empty"));
                 }
                 Ok((r * u as f64).floor() + 1.0)
             }
             2 => {
-                let l = check_int(lua, &args, 0, "random")?;
-                let u = check_int(lua, &args, 1, "random")?;
+                let l = check_int(lua, &args, 0)?;
+                let u = check_int(lua, &args, 1)?;
                 if l > u {
-                    return Err("bad argument #2 to 'random' (interval is empty)".into());
+                    return Err(arg_error(lua, 2, "interval is empty"));
                 }
                 Ok((r * (u as f64 - l as f64 + 1.0)).floor() + l as f64)
             }
-            _ => Err("wrong number of arguments".into()),
+            _ => Err(lua_error(lua, "wrong number of arguments")),
         }
     })?;
     let randomseed = string_error_fn(lua, |lua, args: Variadic<Value>| {
-        let seed = check_int(lua, &args, 0, "randomseed")?;
+        let seed = check_int(lua, &args, 0)?;
         if let Some(mut run) = lua.app_data_mut::<RunState>().filter(|r| r.active) {
             run.rng = super::rand::Lrand48::seeded(seed);
         }
@@ -243,11 +244,12 @@ fn install_random(lua: &Lua) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `luaL_checkint`: a number (or a numeric string), cast to int.
-fn check_int(lua: &Lua, args: &[Value], i: usize, fname: &str) -> Result<i32, String> {
+/// `luaL_checkint`: a number (or a numeric string), cast to int; errors as `luaL_argerror`
+/// words them (the caller's position, the name the call site uses).
+fn check_int(lua: &Lua, args: &[Value], i: usize) -> Result<i32, String> {
     match args.get(i).and_then(|v| lua.coerce_number(v.clone()).ok().flatten()) {
         Some(n) => Ok(n as i64 as i32),
-        None => Err(format!("bad argument #{} to '{fname}' (number expected, got {})", i + 1, super::shim::type_name(args.get(i)))),
+        None => Err(arg_error(lua, i + 1, &format!("number expected, got {}", super::shim::type_name(args.get(i))))),
     }
 }
 
