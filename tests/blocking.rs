@@ -152,3 +152,30 @@ fn immediate_paths_and_errors_match_redis() {
         ],
     );
 }
+
+/// Timeouts round up to the millisecond, as Redis's `ceill`: under 1 ms waits 1 ms (not
+/// forever), and a negative one above -1 ms is 0 (forever, not an error).
+#[test]
+fn timeouts_under_a_millisecond_round_up() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "sub-ms timeouts",
+        &[
+            "BLPOP nokey 0.0005",
+            "BRPOP nokey 1e-9",
+            "BZPOPMIN nokey 0.0001",
+            "BZMPOP 0.0009 1 nokey MIN",
+            "BLMPOP 0.0005 1 nokey LEFT",
+            "BLMOVE nokey d LEFT LEFT 0.0005",
+            "BLPOP nokey -0.0011",
+            "BLPOP nokey -1",
+        ],
+    );
+    let server = Server::start(&[]);
+    let mut waiter = server.raw();
+    let mut pusher = server.raw();
+    waiter.cmd(&[b"BLPOP", b"q", b"-0.0005"]);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(pusher.call(&[b"RPUSH", b"q", b"v"]), b":1\r\n");
+    assert_eq!(s(waiter.read_reply()), "*2\r\n$1\r\nq\r\n$1\r\nv\r\n");
+}

@@ -108,7 +108,8 @@ pub struct BlockRequest {
 /// (forever), else the absolute deadline in ms.
 pub fn parse_block_timeout(arg: &[u8], now_ms: i64) -> Result<Option<i64>, CmdError> {
     let secs = crate::util::parse_f64(arg).ok_or_else(|| CmdError::other("ERR timeout is not a float or out of range"))?;
-    let ms = secs * 1000.0;
+    // Rounded up to the ms, as Redis's `ceill`: 0.0005 waits 1 ms, -0.0005 is 0 (forever).
+    let ms = (secs * 1000.0).ceil();
     // C's cast of an out-of-range long double gives LLONG_MIN on x86: "negative".
     if !ms.is_finite() || !(0.0..9.2e18).contains(&ms) {
         return Err(CmdError::other("ERR timeout is negative"));
