@@ -141,6 +141,9 @@ pub struct Client {
     pub name: Option<Bytes>,
     pub db: usize,
     pub proto: ProtocolVersion,
+    /// While a script runs (its `redis.setresp` decides `proto`): the connection's own
+    /// protocol, in which pushes to this client are encoded.
+    pub caller_proto: Option<ProtocolVersion>,
     pub authenticated: bool,
     pub user: String,
     /// An internal client (the log loader, the replication stream): no ACL checks.
@@ -256,6 +259,12 @@ impl Blocked {
 }
 
 impl Client {
+    /// The protocol pushes to this client are encoded in: its connection's, even while a
+    /// script of its own runs with another.
+    pub fn push_proto(&self) -> ProtocolVersion {
+        self.caller_proto.unwrap_or(self.proto)
+    }
+
     pub fn new(
         id: ClientId,
         addr: String,
@@ -273,6 +282,7 @@ impl Client {
             name: None,
             db: 0,
             proto: ProtocolVersion::Resp2,
+            caller_proto: None,
             authenticated,
             user: "default".into(),
             superuser: false,

@@ -412,3 +412,66 @@ fn a_message_published_before_a_busy_script_arrives_before_the_busy_answer() {
     assert_eq!(runner.read_reply(), b":1\r\n");
     assert!(s(runner.read_reply()).starts_with("-ERR Script killed by user"));
 }
+
+/// Found by the pub/sub differential sweep: PUBSUB CHANNELS takes one pattern; EXEC from a
+/// subscribed RESP2 client is an EXECABORT; a RESP3 client's own pushes from its script are
+/// RESP3 pushes; OBJECT on a missing key fires no keymiss event; CR and LF inside an error
+/// that echoes an argument go out as spaces (they broke the stream); ACL patterns may not
+/// hold whitespace.
+#[test]
+fn pubsub_sweep_cases_match_redis() {
+    use common::diff::{encode_cmd, same, Cmp};
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "pubsub and errors",
+        &[
+            "PUBSUB CHANNELS a b",
+            "PUBSUB SHARDCHANNELS a b",
+            "PUBSUB CHANNELS *",
+            "CONFIG SET \"a\\r\\nb\" 1",
+            "ACL CAT \"a\\r\\nb\"",
+            "CLIENT LIST TYPE \"a\\r\\nb\"",
+            "ACL SETUSER u1 \"~a b\"",
+            "ACL SETUSER u1 \"&a\\tb\"",
+            "ACL SETUSER u1 \"%R~a b\"",
+            "ACL DELUSER u1",
+            "1>SUBSCRIBE c",
+            "1>EXEC",
+            "1>MULTI",
+            "1>EXEC",
+        ],
+    );
+    d.check_raw(b"*1\r\n\r\n", 1, Cmp::Exact).unwrap();
+    // A RESP3 subscriber publishing from its own script gets a push, then the count.
+    d.reset_conns();
+    let _ = d.hello(3).expect("HELLO 3");
+    d.assert_script("resp3 subscriber", &["SUBSCRIBE c"]);
+    let publish = encode_cmd(&["EVAL", "return redis.call('publish','c','x')", "0"]);
+    d.check_raw(&publish, 2, Cmp::Exact).unwrap();
+    // keymiss: OBJECT on a missing key is silent, GET is not.
+    d.reset_conns();
+    d.assert_script(
+        "keymiss",
+        &["CONFIG SET notify-keyspace-events Em", "1>SUBSCRIBE __keyevent@0__:keymiss", "0>OBJECT ENCODING nokey", "GET nokey2"],
+    );
+    let (r, o) = d.conns(1);
+    let (a, b) = (r.read(), o.read());
+    assert!(same(&a, &b, Cmp::Exact), "keymiss message: redis {a:?}, ours {b:?}");
+    assert!(b.as_ref().is_ok_and(|r| r.raw.ends_with(b"$6\r\nnokey2\r\n")), "{b:?}");
+}
+
+/// CLIENT LIST flags in Redis's letters and order: O for MONITOR, e for NO-EVICT, t and B
+/// for tracking.
+#[test]
+fn client_list_flags_use_redis_letters() {
+    let server = Server::start(&[]);
+    let mut m = server.raw();
+    assert_eq!(m.call(&[b"MONITOR"]), b"+OK\r\n");
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"CLIENT", b"NO-EVICT", b"on"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"CLIENT", b"TRACKING", b"on", b"BCAST"]), b"+OK\r\n");
+    let info = String::from_utf8_lossy(&c.call(&[b"CLIENT", b"INFO"])).into_owned();
+    assert!(info.contains(" flags=tBe "), "{info}");
+    let list = String::from_utf8_lossy(&c.call(&[b"CLIENT", b"LIST"])).into_owned();
+    assert!(list.contains(" flags=O "), "{list}");
+}

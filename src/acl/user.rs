@@ -169,6 +169,10 @@ impl Selector {
                 self.first_args.clear();
             }
             _ => match op.first() {
+                // Patterns may not hold whitespace (Redis's ACLStringHasSpaces).
+                Some(b'~' | b'%' | b'&') if op.iter().any(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')) => {
+                    return Err(RuleError::Syntax)
+                }
                 Some(b'~') | Some(b'%') => self.add_key_pattern(op)?,
                 Some(b'&') => {
                     if self.all_channels {

@@ -216,13 +216,25 @@ pub fn client_line(c: &Client) -> String {
     let qbuf = c.flags.qbuf.load(Ordering::Relaxed);
     let name = c.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
-    let (flags, multi) = match &c.multi {
-        Some(q) => ("x", q.len() as i64),
-        None if c.replica.is_some() => ("S", -1),
-        None if c.blocked.is_some() => ("b", -1),
-        None if !(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()) => ("P", -1),
-        None => ("N", -1),
-    };
+    // Redis's letters, in Redis's order (catClientInfoString).
+    let tracking = c.tracking.as_ref();
+    let letters = [
+        (c.monitor, 'O'),
+        (c.replica.is_some(), 'S'),
+        (!(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()), 'P'),
+        (c.multi.is_some(), 'x'),
+        (c.blocked.is_some(), 'b'),
+        (tracking.is_some(), 't'),
+        (tracking.is_some_and(|t| t.broken_redirect), 'R'),
+        (tracking.is_some_and(|t| t.bcast), 'B'),
+        (c.cas_dirty, 'd'),
+        (c.no_evict, 'e'),
+    ];
+    let mut flags: String = letters.iter().filter(|(on, _)| *on).map(|(_, l)| *l).collect();
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
     format!(
         "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,

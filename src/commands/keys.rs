@@ -488,9 +488,11 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(Reply::OK)
 }
 
-/// OBJECT's lookup: expires, counts a hit or miss, does not touch.
+/// OBJECT's lookup: expires, counts a hit or miss, does not touch, and fires no `keymiss`
+/// event (Redis's LOOKUP_NONOTIFY; the flag is set again after every command).
 fn object_lookup<'a>(ctx: &'a mut Ctx<'_>, key: &[u8]) -> Option<&'a Entry> {
     let (db, now) = (ctx.db(), ctx.now_ms);
+    ctx.ks.track_misses = false;
     ctx.ks.get_no_touch(db, key, now)
 }
 

@@ -174,13 +174,14 @@ impl<'a> Delivery<'a> {
 
     fn append_to(&mut self, c: &mut Client) {
         if !self.shared {
-            encode_push(self.parts, c.proto, &mut c.out);
+            encode_push(self.parts, c.push_proto(), &mut c.out);
             return;
         }
-        let slot = &mut self.encoded[(c.proto == ProtocolVersion::Resp3) as usize];
+        let proto = c.push_proto();
+        let slot = &mut self.encoded[(proto == ProtocolVersion::Resp3) as usize];
         let bytes = slot.get_or_insert_with(|| {
             let mut out = Vec::new();
-            encode_push(self.parts, c.proto, &mut out);
+            encode_push(self.parts, proto, &mut out);
             out
         });
         c.out.extend_from_slice(bytes);
@@ -264,6 +265,10 @@ fn channels_matching(map: &std::collections::HashMap<Bytes, Vec<ClientId>>, patt
 /// PUBSUB CHANNELS [pattern]
 /// ```
 pub fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // One pattern at most (the table's arity lets more through, Redis's handler does not).
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
     Ok(channels_matching(&ctx.server.pubsub.channels, args.get(2)))
 }
 
@@ -271,6 +276,9 @@ pub fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
 /// PUBSUB SHARDCHANNELS [pattern]
 /// ```
 pub fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
     Ok(channels_matching(&ctx.server.pubsub.shard_channels, args.get(2)))
 }
 

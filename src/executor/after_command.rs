@@ -301,7 +301,8 @@ impl Executor {
                 None => return,
             },
         };
-        let message = if t.proto == ProtocolVersion::Resp3 {
+        let proto = t.push_proto();
+        let message = if proto == ProtocolVersion::Resp3 {
             Reply::Push(vec![Reply::bulk(b"invalidate"), keys_reply])
         } else if redirect != 0 && !(t.channels.is_empty() && t.patterns.is_empty() && t.shard_channels.is_empty()) {
             Reply::Array(vec![Reply::bulk(b"message"), Reply::bulk(b"__redis__:invalidate"), keys_reply])
@@ -311,10 +312,10 @@ impl Executor {
         };
         if to_current {
             let mut bytes = Vec::new();
-            encode_reply(&message, t.proto, &mut bytes);
+            encode_reply(&message, proto, &mut bytes);
             t.tracking_after_reply.extend_from_slice(&bytes);
         } else {
-            encode_reply(&message, t.proto, &mut t.out);
+            encode_reply(&message, proto, &mut t.out);
             self.touched.push(target);
         }
     }

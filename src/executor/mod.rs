@@ -754,16 +754,17 @@ impl Executor {
                 "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
             )
         {
-            return Self::reject(
-                client,
-                Reply::Error(
-                    format!(
-                        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                        cmd.name
-                    )
-                    .into(),
-                ),
+            let why = format!(
+                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                cmd.name
             );
+            // A rejected EXEC discards the transaction (Redis's execCommandAbort).
+            if cmd.name == "exec" {
+                let mut ctx = Ctx { ks: &mut self.ks, client: &mut *client, server: &mut self.server, now_ms: self.now_ms };
+                commands::transactions::discard_transaction(&mut ctx);
+                return Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into());
+            }
+            return Self::reject(client, Reply::Error(format!("ERR {why}").into()));
         }
         // Over maxmemory (after trying to evict): denyoom commands are refused, and inside
         // MULTI every command that would be queued, as Redis does.

@@ -106,6 +106,7 @@ impl Executor {
             self.log_deletions();
         }
         let (saved_db, saved_proto) = (client.db, client.proto);
+        client.caller_proto = Some(saved_proto);
         client.in_script = true;
         client.deny_blocking = true;
         let watch = engine.watch.clone();
@@ -144,6 +145,7 @@ impl Executor {
         client.deny_blocking = false;
         client.db = saved_db;
         client.proto = saved_proto;
+        client.caller_proto = None;
         self.server.scripts = Some(engine);
         self.last_script_outcome = Some(outcome);
         if end == RunEnd::Shutdown {

@@ -129,9 +129,20 @@ fn bulks<A: AsRef<[u8]>>(out: &mut Vec<u8>, prefix: u8, items: &[A]) {
     }
 }
 
+/// A simple string or error line. A CR or LF inside would end the line early and break the
+/// stream, so they go out as spaces (as Redis maps them in its error and status replies),
+/// whatever the reply was built from.
 fn line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
     out.push(prefix);
+    let start = out.len();
     out.extend_from_slice(text);
+    if text.iter().any(|&b| b == b'\r' || b == b'\n') {
+        for b in &mut out[start..] {
+            if *b == b'\r' || *b == b'\n' {
+                *b = b' ';
+            }
+        }
+    }
     out.extend_from_slice(b"\r\n");
 }
 
@@ -176,5 +187,7 @@ mod tests {
         assert_eq!(enc(&Reply::Double(1.5), Resp3), ",1.5\r\n");
         assert_eq!(enc(&Reply::Double(1.5), Resp2), "$3\r\n1.5\r\n");
         assert_eq!(enc(&Reply::Verbatim(*b"txt", Bytes::from_static(b"hi")), Resp3), "=6\r\ntxt:hi\r\n");
+        assert_eq!(enc(&Reply::Error("ERR a\r\nb".into()), Resp2), "-ERR a  b\r\n");
+        assert_eq!(enc(&Reply::Status("x\ny".into()), Resp3), "+x y\r\n");
     }
 }
