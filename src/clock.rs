@@ -13,9 +13,9 @@ pub fn now_us() -> i64 {
 }
 
 /// Wall-clock time derived from a monotonic instant, so that one cheap clock read per batch
-/// of commands gives "now" in ms (for expiry) without a system-clock read each time. Re-anchored by the executor's cron, so a step of
-/// the system clock shows within one cron period (NTP's slewing drifts the two by far less
-/// than a millisecond in that time).
+/// of commands gives "now" in ms (for expiry) without a system-clock read each time.
+/// Re-anchored by the executor's cron, so a step of the system clock shows within one cron
+/// period (NTP's slewing drifts the two by far less than a millisecond in that time).
 #[derive(Debug, Clone, Copy)]
 pub struct Anchor {
     at: Instant,

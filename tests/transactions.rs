@@ -181,3 +181,11 @@ fn monitor_and_ssubscribe_inside_exec_are_refused() {
     let mut d = DiffPair::start();
     d.assert_script("deny blocking", &["MULTI", "MONITOR", "EXEC", "MULTI", "SSUBSCRIBE x", "EXEC", "MULTI", "PSUBSCRIBE p*", "EXEC"]);
 }
+
+/// Any refusal of EXEC itself (authentication, arity, subscribed context) discards the
+/// transaction and answers EXECABORT with the reason (Redis's execCommandAbort).
+#[test]
+fn a_refused_exec_is_an_execabort() {
+    let mut d = DiffPair::start_with(&["--requirepass", "pw"], &["--requirepass", "pw"]);
+    d.assert_script("refused exec", &["EXEC", "AUTH pw", "EXEC x", "MULTI", "EXEC x", "EXEC", "SUBSCRIBE c", "EXEC"]);
+}

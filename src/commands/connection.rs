@@ -271,11 +271,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     let mut kind: Option<String> = None;
     let mut ids: Option<Vec<i64>> = None;
     if args.len() == 4 && eq_ignore_case(&args[2], "type") {
-        let t = String::from_utf8_lossy(&args[3]).to_lowercase();
-        if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-            return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[3])).into()));
-        }
-        kind = Some(if t == "slave" { "replica".into() } else { t });
+        kind = Some(client_type_arg(&args[3])?);
     } else if args.len() >= 4 && eq_ignore_case(&args[2], "id") {
         let list: Option<Vec<i64>> = args[3..].iter().map(|a| crate::util::parse_i64(a)).collect();
         ids = Some(list.ok_or_else(|| CmdError::other("ERR Invalid client ID"))?);
@@ -302,6 +298,15 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         text.push_str(&client_line(c));
     }
     Ok(Reply::Verbatim(*b"txt", Bytes::from(text)))
+}
+
+/// A TYPE argument of CLIENT LIST/KILL, as `client_type` names it (`slave` is `replica`).
+fn client_type_arg(arg: &[u8]) -> Result<String, CmdError> {
+    let t = String::from_utf8_lossy(arg).to_lowercase();
+    if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+        return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(arg)).into()));
+    }
+    Ok(if t == "slave" { "replica".into() } else { t })
 }
 
 /// ```text
@@ -351,11 +356,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             }
             user = Some(val.clone());
         } else if eq_ignore_case(opt, "type") {
-            let t = String::from_utf8_lossy(val).to_lowercase();
-            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-                return Err(CmdError::Other(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(val)).into()));
-            }
-            kind = Some(if t == "slave" { "replica".into() } else { t });
+            kind = Some(client_type_arg(val)?);
         } else if eq_ignore_case(opt, "skipme") {
             if eq_ignore_case(val, "yes") {
                 skipme = true;

@@ -75,48 +75,47 @@ fn spec_start(spec: &Doc, args: &[Bytes]) -> Option<Option<i64>> {
     }
 }
 
+/// A key spec's (first, last, step) positions from where its keys begin (Redis's
+/// `getKeysUsingKeySpecs`); `None` for a find of unknown kind or a key count that is not a
+/// number of 0 or more. `last < first` means no keys.
+fn spec_bounds(spec: &Doc, args: &[Bytes], first: i64) -> Option<(i64, i64, i64)> {
+    let argc = args.len() as i64;
+    let find = field(spec, "find_keys")?;
+    let fspec = field(find, "spec")?;
+    let step = int_field(fspec, "keystep").unwrap_or(1).max(1);
+    match str_field(find, "type") {
+        Some("range") => {
+            let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
+            let last = match (lastkey >= 0, int_field(fspec, "limit").unwrap_or(0)) {
+                (true, _) => first + lastkey,
+                (false, 0) => argc + lastkey,
+                (false, limit) => first + ((argc - first) / limit + lastkey),
+            };
+            Some((first, last, step))
+        }
+        Some("keynum") => {
+            let idx = usize::try_from(first + int_field(fspec, "keynumidx").unwrap_or(0)).ok().filter(|i| *i >= 1)?;
+            let numkeys = args.get(idx).and_then(|a| crate::util::parse_i64(a)).filter(|n| *n >= 0)?;
+            let begin = first + int_field(fspec, "firstkey").unwrap_or(0);
+            Some((begin, begin + numkeys - 1, step))
+        }
+        _ => None,
+    }
+}
+
 /// Every key argument of `args` (the whole argv, name included) with its access flags.
 pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
     for spec in cmd.key_specs {
         let flags = access(spec);
-        let Some(find) = field(spec, "find_keys") else { continue };
-        let Some(fspec) = field(find, "spec") else { continue };
         // SORT's STORE and BY/GET: found by the command's own parser below.
         let Some(Some(first)) = spec_start(spec, args) else { continue };
-        let (last, step) = match str_field(find, "type") {
-            Some("range") => {
-                let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
-                let step = int_field(fspec, "keystep").unwrap_or(1).max(1);
-                let limit = int_field(fspec, "limit").unwrap_or(0);
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (last, step)
-            }
-            Some("keynum") => {
-                let idx = first + int_field(fspec, "keynumidx").unwrap_or(0);
-                if idx < 1 || idx >= argc {
-                    continue;
-                }
-                let Some(numkeys) = crate::util::parse_i64(&args[idx as usize]).filter(|n| *n >= 0) else { continue };
-                let step = int_field(fspec, "keystep").unwrap_or(1).max(1);
-                let begin = first + int_field(fspec, "firstkey").unwrap_or(0);
-                let last = begin + (numkeys - 1) * step;
-                if numkeys > 0 && last >= argc {
-                    // Redis reports such a command as having no valid keys; it fails later.
-                    continue;
-                }
-                out.extend((0..numkeys).map(|n| ((begin + n * step) as usize, flags)));
-                continue;
-            }
-            _ => continue,
-        };
+        let Some((first, last, step)) = spec_bounds(spec, args, first) else { continue };
+        // A key count past the arguments: Redis reports no valid keys (the command fails later).
+        if last >= argc && field(spec, "find_keys").is_some_and(|f| str_field(f, "type") == Some("keynum")) {
+            continue;
+        }
         let mut i = first;
         while i <= last && i >= 1 && i < argc {
             out.push((i as usize, flags));
@@ -157,27 +156,7 @@ fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
             return None;
         }
         let Some(first) = spec_start(spec, args)? else { continue };
-        let find = field(spec, "find_keys")?;
-        let fspec = field(find, "spec")?;
-        let (first, last, step) = match str_field(find, "type") {
-            Some("range") => {
-                let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
-                let limit = int_field(fspec, "limit").unwrap_or(0);
-                let last = match (lastkey >= 0, limit) {
-                    (true, _) => first + lastkey,
-                    (false, 0) => argc + lastkey,
-                    (false, limit) => first + ((argc - first) / limit + lastkey),
-                };
-                (first, last, int_field(fspec, "keystep").unwrap_or(1).max(1))
-            }
-            Some("keynum") => {
-                let idx = first + int_field(fspec, "keynumidx").unwrap_or(0);
-                let numkeys = args.get(usize::try_from(idx).ok()?).and_then(|a| crate::util::parse_i64(a)).filter(|n| *n >= 0)?;
-                let begin = first + int_field(fspec, "firstkey").unwrap_or(0);
-                (begin, begin + numkeys - 1, int_field(fspec, "keystep").unwrap_or(1).max(1))
-            }
-            _ => return None,
-        };
+        let (first, last, step) = spec_bounds(spec, args, first)?;
         if last >= argc || last < first || first >= argc {
             return None;
         }

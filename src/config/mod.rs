@@ -390,6 +390,16 @@ fn validate_save(value: &str) -> Result<(), Reason> {
 
 /// Redis's `memtoull`: digits with an optional unit (k, kb, m, mb, g, gb; any case).
 pub fn parse_memory(s: &str) -> Option<u64> {
+    memtoull(s, false)
+}
+
+/// [`parse_memory`] as Redis reads a config value: digits past 2^64 saturate (Redis then
+/// reports the bounds, or for `maxmemory` takes the largest value).
+fn parse_memory_saturating(s: &str) -> Option<u64> {
+    memtoull(s, true)
+}
+
+fn memtoull(s: &str, saturate: bool) -> Option<u64> {
     let lower = s.to_ascii_lowercase();
     let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
     let (digits, unit) = lower.split_at(split);
@@ -406,19 +416,10 @@ pub fn parse_memory(s: &str) -> Option<u64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
-    digits.parse::<u64>().ok()?.checked_mul(mul)
-}
-
-/// [`parse_memory`] as Redis's `memtoull` reads a config value: digits past 2^64 saturate
-/// (Redis then reports the bounds, or for `maxmemory` takes the largest value).
-fn parse_memory_saturating(s: &str) -> Option<u64> {
-    parse_memory(s).or_else(|| {
-        let lower = s.to_ascii_lowercase();
-        let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
-        let (digits, unit) = lower.split_at(split);
-        let known = ["", "b", "k", "kb", "m", "mb", "g", "gb"].contains(&unit);
-        (!digits.is_empty() && known).then_some(u64::MAX)
-    })
+    match digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mul)) {
+        Some(n) => Some(n),
+        None => saturate.then_some(u64::MAX),
+    }
 }
 
 /// Quotes a command-line value so the config-line splitter reads it back whole.

@@ -199,7 +199,7 @@ pub struct Executor {
     /// When the previous command of this batch ended: the next one starts there, so a
     /// command back to back with another costs one clock read, not two. Cleared wherever
     /// time passes between commands (a new batch, an early send).
-    clock_mark: Option<crate::clock::Stamp>,
+    clock_mark: Option<Stamp>,
     /// Turns the instants commands start at into wall-clock ms (see `clock::Anchor`).
     anchor: crate::clock::Anchor,
     /// When the cron last ran the allocator's collection (see `util::release_memory`).
@@ -725,28 +725,18 @@ impl Executor {
             Resolved::UnknownSubcommand => return Self::reject(client, commands::unknown_subcommand_error(args)),
             Resolved::WrongArity(cmd) => {
                 self.server.stats.command(cmd.id).rejected_calls += 1;
-                let err = commands::wrong_arity_error(cmd);
-                if cmd.name == "exec" {
-                    // Redis discards the transaction and says why (execCommandAbort).
-                    client.multi = None;
-                    let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-                    commands::transactions::discard_transaction(&mut ctx);
-                    let Reply::Error(text) = err else { return err };
-                    let text = text.strip_prefix("ERR ").unwrap_or(&text);
-                    return Reply::Error(format!("EXECABORT Transaction discarded because of: {text}").into());
-                }
-                return Self::reject(client, err);
+                return self.refuse(client, cmd, commands::wrong_arity_error(cmd));
             }
         };
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
             self.server.stats.command(cmd.id).rejected_calls += 1;
-            return Self::reject(client, Reply::error("NOAUTH Authentication required."));
+            return self.refuse(client, cmd, Reply::error("NOAUTH Authentication required."));
         }
         if let Err(refusal) = self.acl_check(client, cmd, args) {
             if client.multi.is_some() {
                 client.multi_dirty = true;
             }
-            return Self::reject(client, refusal);
+            return self.refuse(client, cmd, refusal);
         }
         if client.in_subscribed_mode()
             && !matches!(
@@ -755,16 +745,10 @@ impl Executor {
             )
         {
             let why = format!(
-                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 cmd.name
             );
-            // A rejected EXEC discards the transaction (Redis's execCommandAbort).
-            if cmd.name == "exec" {
-                let mut ctx = Ctx { ks: &mut self.ks, client: &mut *client, server: &mut self.server, now_ms: self.now_ms };
-                commands::transactions::discard_transaction(&mut ctx);
-                return Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into());
-            }
-            return Self::reject(client, Reply::Error(format!("ERR {why}").into()));
+            return self.refuse(client, cmd, Reply::Error(why.into()));
         }
         // Over maxmemory (after trying to evict): denyoom commands are refused, and inside
         // MULTI every command that would be queued, as Redis does.
@@ -772,17 +756,17 @@ impl Executor {
         // Eviction runs before every command, as in Redis (a read too may find memory over).
         let oom = !self.loading && !self.within_maxmemory();
         if oom && (cmd.has(Flag::DenyOom) || queues) && !client.deny_oom_exempt {
-            return Self::reject(client, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
+            return self.refuse(client, cmd, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // While the log cannot be written, writes are refused (reads go on); so are writes
         // to a read-only replica, and writes without enough good replicas.
         if cmd.has(Flag::Write) && client.multi.is_none() {
             if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
-                return Self::reject(client, refusal);
+                return self.refuse(client, cmd, refusal);
             }
         }
         if !cmd.has(Flag::Stale) && !self.loading && self.stale_replica() {
-            return Self::reject(client, Reply::error(replicate::MASTERDOWN));
+            return self.refuse(client, cmd, Reply::error(replicate::MASTERDOWN));
         }
         // Inside MULTI everything but the transaction commands themselves is queued.
         if let Some(queue) = client.multi.as_mut() {
@@ -932,6 +916,19 @@ impl Executor {
         let policy = crate::db::evict::Policy::parse(self.server.config.get("maxmemory-policy"));
         let samples = self.server.config.get_int("maxmemory-samples").clamp(1, 64) as usize;
         self.ks.evict(policy, samples, maxmemory, self.now_ms, &Self::used_memory)
+    }
+
+    /// `cmd` refused before running. A refused EXEC discards the transaction and says why
+    /// (Redis's execCommandAbort: the error's code is kept, except ERR).
+    fn refuse(&mut self, client: &mut Client, cmd: &CommandSpec, reply: Reply) -> Reply {
+        if cmd.name != "exec" {
+            return Self::reject(client, reply);
+        }
+        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        commands::transactions::discard_transaction(&mut ctx);
+        let Reply::Error(text) = reply else { return reply };
+        let why = text.strip_prefix("ERR ").unwrap_or(&text);
+        Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into())
     }
 
     /// A command refused before running: inside MULTI it also dooms the transaction.
