@@ -310,3 +310,71 @@ fn protected_mode_refuses_outside_clients_without_a_password() {
     s.write_all(b"PING\r\n").unwrap();
     assert_eq!(read_some(&mut s, Duration::from_millis(300)), b"+PONG\r\n");
 }
+
+/// With a negative count the reply's length is the client's number alone (draws with
+/// repetition); Redis 7.0 builds it however large and is killed for memory. Here a count
+/// beyond 2^24 draws is refused at once, from a client and from a script, and the largest
+/// allowed one is served.
+#[test]
+fn huge_negative_random_counts_are_refused() {
+    let server = Server::start(&[]);
+    let mut c = server.client();
+    let _: () = redis::pipe()
+        .cmd("SADD")
+        .arg("s")
+        .arg("m")
+        .cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .cmd("ZADD")
+        .arg("z")
+        .arg(1)
+        .arg("m")
+        .query(&mut c)
+        .unwrap();
+    let n = Neighbour::start(server.port);
+    let started = Instant::now();
+    for cmd in [
+        vec!["SRANDMEMBER", "s", "-1000000000000"],
+        vec!["HRANDFIELD", "h", "-1000000000000"],
+        vec!["HRANDFIELD", "h", "-16777217", "WITHVALUES"],
+        vec!["ZRANDMEMBER", "z", "-9223372036854775807"],
+    ] {
+        let err = redis::cmd(cmd[0]).arg(&cmd[1..]).query::<redis::Value>(&mut c).unwrap_err();
+        assert_eq!(err.detail(), Some("value is out of range, a negative count may draw at most 16777216 elements"), "{cmd:?}");
+    }
+    let err = redis::cmd("EVAL")
+        .arg("return redis.call('srandmember', KEYS[1], -2^40)")
+        .arg(1)
+        .arg("s")
+        .query::<redis::Value>(&mut c)
+        .unwrap_err();
+    assert!(err.to_string().contains("a negative count may draw at most"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2), "refusals took {:?}", started.elapsed());
+    // Redis's own checks come first; a missing key or a count within the bound is served.
+    let err = redis::cmd("HRANDFIELD").arg("h").arg("-9223372036854770000").arg("WITHVALUES").query::<redis::Value>(&mut c).unwrap_err();
+    assert_eq!(err.detail(), Some("value is out of range"));
+    let none: Vec<String> = redis::cmd("SRANDMEMBER").arg("nokey").arg("-1000000000000").query(&mut c).unwrap();
+    assert!(none.is_empty());
+    let len: i64 = redis::cmd("EVAL").arg("return #redis.call('srandmember', KEYS[1], -1000000)").arg(1).arg("s").query(&mut c).unwrap();
+    assert_eq!(len, 1_000_000);
+    n.finish("huge random counts", Duration::from_secs(2));
+    // The largest count allowed (seconds of work in a debug build: the neighbour is done): 16,777,216 times `$1\r\nm\r\n` behind the array header.
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.write_all(b"SRANDMEMBER s -16777216\r\n").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let header = b"*16777216\r\n";
+    let want = header.len() + 16_777_216 * 7;
+    let (mut got, mut buf, mut head) = (0, vec![0u8; 1 << 20], Vec::new());
+    while got < want {
+        let k = s.read(&mut buf).expect("the largest allowed reply");
+        assert!(k > 0, "closed after {got} of {want} bytes");
+        if head.len() < 32 {
+            head.extend_from_slice(&buf[..k.min(32)]);
+        }
+        got += k;
+    }
+    assert_eq!(got, want);
+    assert!(head.starts_with(b"*16777216\r\n$1\r\nm\r\n"));
+}

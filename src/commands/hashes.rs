@@ -59,6 +59,21 @@ pub(super) fn parse_rand_count(arg: &[u8]) -> Result<i64, CmdError> {
     }
 }
 
+/// The most elements a negative count may draw (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER). With
+/// repetition the reply's length is the client's number alone: Redis builds it however large,
+/// so a count of -10^12 on a one-member set fills memory until the process is killed, every
+/// client and the unsaved data with it. 2^24 draws of a short member take about 1.2 GB here
+/// before encoding (a `Reply` and a copy per element).
+pub(super) const MAX_DRAWS: u64 = 1 << 24;
+
+/// Refuses a negative count beyond [`MAX_DRAWS`], after every check Redis itself makes.
+pub(super) fn check_draws(count: u64, uniq: bool) -> Result<(), CmdError> {
+    if uniq || count <= MAX_DRAWS {
+        return Ok(());
+    }
+    Err(CmdError::other(format!("ERR value is out of range, a negative count may draw at most {MAX_DRAWS} elements")))
+}
+
 /// `k` distinct indices out of `0..n` in random order (a partial Fisher-Yates shuffle, sparse
 /// when `k` is small next to `n`): O(k) expected time.
 pub(super) fn sample_distinct(n: usize, k: usize, rng: &mut impl FnMut() -> u64) -> Vec<usize> {
@@ -338,6 +353,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
     if count == 0 || h.is_empty() {
         return Ok(Reply::Array(Vec::new()));
     }
+    check_draws(count, uniq)?;
     // RESP3 nests each field/value pair in an array, RESP2 flattens them.
     let mut out = Vec::new();
     let push = |out: &mut Vec<Reply>, f: &[u8], v: &[u8]| {

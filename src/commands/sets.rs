@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::hashes::{opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sample_distinct, scan_reply};
+use super::hashes::{check_draws, opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sample_distinct, scan_reply};
 use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{CmdError, Ctx};
 use crate::db::set::SetValue;
@@ -205,6 +205,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     if count == 0 {
         return Ok(Reply::Array(Vec::new()));
     }
+    check_draws(count, uniq)?;
     if !uniq || count == 1 {
         let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
         for _ in 0..count {

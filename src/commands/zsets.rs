@@ -644,7 +644,9 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         None => return Ok(Reply::Array(Vec::new())),
         Some(e) => pick(&e.value).ok_or(CmdError::WrongType)?,
     };
-    let (count, uniq) = (l.unsigned_abs() as usize, l >= 0);
+    let (count, uniq) = (l.unsigned_abs(), l >= 0);
+    super::hashes::check_draws(count, uniq)?;
+    let count = count as usize;
     let mut rng = || ctx.server.random();
     let items = ops::random_members(z, count, uniq, &mut rng);
     Ok(pairs_reply(ctx, items, withscores))
