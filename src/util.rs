@@ -396,3 +396,10 @@ pub fn release_memory(force: bool) {
         release(force);
     }
 }
+
+/// The machine's physical memory in bytes (`MemTotal` of /proc/meminfo), if known.
+pub fn total_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim();
+    kb.parse::<u64>().ok()?.checked_mul(1024)
+}

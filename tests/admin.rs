@@ -211,3 +211,52 @@ fn change_repl_id_starts_a_new_history() {
     assert_ne!(before, after);
     assert_eq!(after.len(), 40);
 }
+
+#[test]
+fn debug_populate_matches_redis_and_is_logged() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &[]);
+    d.assert_script(
+        "DEBUG POPULATE",
+        &[
+            "SET key:3 keep",
+            "WATCH key:12",
+            "DEBUG POPULATE 10",
+            "DEBUG POPULATE 3 pfx 12",
+            "DEBUG POPULATE 0",
+            "DEBUG POPULATE -1",
+            "DEBUG POPULATE abc",
+            "DEBUG POPULATE 1 x abc",
+            "DEBUG POPULATE 1 x -2",
+            "DEBUG POPULATE 1 2 3 4",
+            "DBSIZE",
+            "GET key:3",
+            "GET key:9",
+            "GET pfx:2",
+            "STRLEN pfx:0",
+            "OBJECT ENCODING pfx:1",
+            "DEBUG POPULATE 1 y 50",
+            "OBJECT ENCODING y:0",
+            // A key it creates aborts the transaction watching it.
+            "DEBUG POPULATE 13",
+            "MULTI",
+            "PING",
+            "EXEC",
+            "GET key:12",
+        ],
+    );
+    // Redis 7.0 answers OOM only when its table cannot grow; a count this machine could
+    // never hold kills it for memory. Here the answer comes at once.
+    let mut server = Server::start(&["--appendonly", "yes"]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"DEBUG", b"POPULATE", b"1000000000000"]), b"-ERR OOM in dictTryExpand\r\n");
+    // What it creates is logged (Redis logs nothing of it): it is all there after a restart.
+    assert_eq!(c.call(&[b"SET", b"big:7", b"mine"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"DEBUG", b"POPULATE", b"2500", b"big", b"9"]), b"+OK\r\n");
+    drop(c);
+    server.restart(&["--appendonly", "yes"]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"DBSIZE"]), b":2500\r\n");
+    assert_eq!(c.call(&[b"GET", b"big:7"]), b"$4\r\nmine\r\n");
+    assert_eq!(c.call(&[b"GET", b"big:2499"]), b"$9\r\nvalue:249\r\n");
+    assert_eq!(c.call(&[b"GET", b"big:0"]), b"$9\r\nvalue:0\x00\x00\r\n");
+}

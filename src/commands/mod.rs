@@ -235,6 +235,7 @@ pub fn sanitize(s: String) -> String {
 }
 
 pub use server::monitor_line as server_monitor_line;
+pub use server::{populate_key, populate_value};
 
 /// Every command and subcommand of the table.
 pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {

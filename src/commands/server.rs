@@ -618,6 +618,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             ))
         }
         ("protocol", 3) => debug_protocol(ctx, &args[2]),
+        ("populate", 3..=5) => debug_populate(ctx, args),
         ("change-repl-id", 2) => {
             // A new history: nobody can continue the old one from here.
             let repl = &mut ctx.server.repl;
@@ -644,6 +645,11 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about the key and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -661,6 +667,73 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ])),
         _ => Err(crate::commands::subcommand_syntax_error(args)),
     }
+}
+
+/// The value DEBUG POPULATE gives key number `j`: `value:<j>`, or with a size, that text
+/// cut or padded with zero bytes to `size`.
+pub fn populate_value(j: u64, size: usize) -> Vec<u8> {
+    let mut v = format!("value:{j}").into_bytes();
+    if size > 0 {
+        v.resize(size, 0);
+    }
+    v
+}
+
+/// The key DEBUG POPULATE `args` names `j`, and the value size it asked for.
+/// Redis formats it with `snprintf("%s:%lu")` into 128 bytes: the prefix ends at a zero
+/// byte and the key at 127 bytes.
+pub fn populate_key(args: &[Bytes], j: u64) -> Vec<u8> {
+    let prefix: &[u8] = args.get(3).map_or(b"key", |p| &p[..]);
+    let prefix = prefix.split(|&c| c == 0).next().unwrap_or_default();
+    let mut key = prefix.to_vec();
+    key.extend_from_slice(format!(":{j}").as_bytes());
+    key.truncate(127);
+    key
+}
+
+fn populate_arg(arg: &[u8]) -> Result<u64, CmdError> {
+    match crate::util::parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(CmdError::other("ERR value is out of range, must be positive")),
+    }
+}
+
+/// ```text
+/// DEBUG POPULATE count [prefix] [size]
+/// ```
+/// Creates string keys `prefix:0..count` (existing ones are left alone), as Redis's test
+/// suite and users filling a test instance expect. Unlike Redis, what it creates is logged
+/// (as MSETs, see `executor/persist.rs`), so it survives a restart and reaches replicas.
+fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let count = populate_arg(&args[2])?;
+    // Redis sizes the key table first and answers this when it cannot: a count whose keys
+    // could never fit in this machine's memory (at least 32 bytes each) fails the same way
+    // instead of filling memory until the process is killed.
+    if count.saturating_mul(32) > crate::util::total_memory().unwrap_or(u64::MAX) {
+        return Err(CmdError::other("ERR OOM in dictTryExpand"));
+    }
+    let size = match args.get(4) {
+        Some(a) => populate_arg(a)? as usize,
+        None => 0,
+    };
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let watched = !ctx.server.watchers.is_empty() || ctx.server.tracking.clients > 0;
+    let mut created = 0;
+    for j in 0..count {
+        let key = populate_key(args, j);
+        if ctx.ks.exists(db, &key, now) {
+            continue;
+        }
+        let value = crate::db::Value::Str(crate::db::StrValue { data: populate_value(j, size), enc: crate::db::StrEncoding::Auto });
+        ctx.ks.db_mut(db).upsert(&key, value, None, crate::db::lru_clock(now), ctx.server.lfu_policy);
+        ctx.notify(crate::notify::NEW, "new", &key);
+        if watched {
+            ctx.server.also_modified.push((db, Bytes::from(key)));
+        }
+        created += 1;
+    }
+    ctx.dirty(created);
+    Ok(Reply::OK)
 }
 
 /// ```text

@@ -75,6 +75,7 @@ const REWRITTEN: &[&str] = &[
     "bzmpop",
     "restore",
     "migrate",
+    "debug",
 ];
 
 /// The deterministic form of a command that changed data: relative times made absolute
@@ -129,6 +130,10 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
             }
             None => vec![vec![b("DEL"), key()]],
         },
+        // The keys DEBUG POPULATE created (it leaves existing ones alone), as MSETs; no
+        // other DEBUG subcommand changes data.
+        "debug" if args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"populate")) => populated(args, ks, db),
+        "debug" => Vec::new(),
         "incrbyfloat" => match ks.db(db).peek(&key()).map(|e| &e.value) {
             Some(crate::db::Value::Str(s)) => vec![vec![b("SET"), key(), Bytes::copy_from_slice(&s.data), b("KEEPTTL")]],
             _ => vec![args.to_vec()],
@@ -175,6 +180,36 @@ fn rewrite(cmd: &CommandSpec, args: &[Bytes], reply: &Reply, ks: &crate::db::Key
         }
         _ => vec![args.to_vec()],
     }
+}
+
+/// MSET records (1,000 keys each) for the keys of DEBUG POPULATE `args` that now hold the
+/// value it gives them and no expiry: the ones it created, and possibly older ones equal to
+/// them, which the MSET leaves as they are.
+fn populated(args: &[Bytes], ks: &crate::db::Keyspace, db: usize) -> Vec<Vec<Bytes>> {
+    use crate::commands::{populate_key, populate_value};
+    let number = |i: usize| args.get(i).and_then(|a| crate::util::parse_i64(a)).unwrap_or(0).max(0) as u64;
+    let (count, size) = (number(2), number(4) as usize);
+    let mut records = Vec::new();
+    let mut mset = vec![b("MSET")];
+    for j in 0..count {
+        let key = populate_key(args, j);
+        let value = populate_value(j, size);
+        let made = ks
+            .db(db)
+            .peek(&key)
+            .is_some_and(|e| e.expire_at().is_none() && matches!(&e.value, crate::db::Value::Str(s) if s.data[..] == value[..]));
+        if made {
+            mset.push(Bytes::from(key));
+            mset.push(Bytes::from(value));
+        }
+        if mset.len() > 2000 {
+            records.push(std::mem::replace(&mut mset, vec![b("MSET")]));
+        }
+    }
+    if mset.len() > 1 {
+        records.push(mset);
+    }
+    records
 }
 
 impl Executor {
