@@ -49,6 +49,8 @@ fn connection_commands() {
             "SELECT 16",
             "SELECT -1",
             "SELECT abc",
+            "SELECT 2147483648",
+            "SELECT -2147483649",
             "SELECT 1.5",
             "SELECT \"\"",
             "SELECT 9223372036854775808",

@@ -44,11 +44,7 @@ pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SELECT index
 /// ```
 pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let index = arg_i64(&args[1])?;
-    if index < 0 || index as usize >= ctx.ks.dbs.len() {
-        return Err(CmdError::DbIndexOutOfRange);
-    }
-    ctx.client.db = index as usize;
+    ctx.client.db = super::keys::db_index(ctx, &args[1])?;
     Ok(Reply::OK)
 }
 

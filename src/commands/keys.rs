@@ -17,9 +17,9 @@ fn parse_i32(arg: &[u8]) -> Option<i32> {
     crate::util::parse_i64(arg).and_then(|n| i32::try_from(n).ok())
 }
 
-/// A database index argument (MOVE, COPY DB): an int (Redis's `getIntFromObjectOrReply`
-/// errors), then within `databases`.
-fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
+/// A database index argument (SELECT, MOVE, COPY DB): an int (Redis's
+/// `getIntFromObjectOrReply` errors), then within `databases`.
+pub(super) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
     let n = arg_i64(arg)?;
     let n = i32::try_from(n).map_err(|_| CmdError::other("ERR value is out of range, value must between -2147483648 and 2147483647"))?;
     if n < 0 || n as usize >= ctx.ks.dbs.len() {
