@@ -423,6 +423,8 @@ pub struct ServerState {
     /// Changes since the last save (Redis's `server.dirty`).
     pub dirty: u64,
     pub lastsave: i64,
+    /// The highest `used_memory` seen (at each cron tick and each INFO/MEMORY STATS).
+    pub memory_peak: u64,
     pub started: Instant,
     pub start_time_ms: i64,
     pub run_id: String,
@@ -548,6 +550,7 @@ impl ServerState {
             slowlog_next_id: 0,
             dirty: 0,
             lastsave: now_ms / 1000,
+            memory_peak: 0,
             started: Instant::now(),
             start_time_ms: now_ms,
             run_id,

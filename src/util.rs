@@ -403,3 +403,15 @@ pub fn total_memory() -> Option<u64> {
     let kb = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim();
     kb.parse::<u64>().ok()?.checked_mul(1024)
 }
+
+static ALLOCATOR_NAME: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Names the global allocator for INFO's `mem_allocator` (the server binary sets it; the
+/// library alone runs on the system's).
+pub fn set_allocator_name(name: &'static str) {
+    let _ = ALLOCATOR_NAME.set(name);
+}
+
+pub fn allocator_name() -> &'static str {
+    ALLOCATOR_NAME.get().copied().unwrap_or("libc")
+}

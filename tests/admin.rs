@@ -116,6 +116,28 @@ fn memory_usage_is_an_honest_estimate() {
         items.chunks(2).map(|kv| if let Resp::Blob(_, k) = &kv[0] { k.clone() } else { panic!("{kv:?}") }).collect()
     };
     assert_eq!(names(d.ours_call(&["MEMORY", "STATS"])), names(d.redis_call(&["MEMORY", "STATS"])));
+    // INFO memory has Redis's fields, in Redis's order.
+    let info = |got: Got| -> Vec<(String, String)> {
+        let Ok(r) = got else { panic!() };
+        let Resp::Blob(_, text) = r.value else { panic!() };
+        let text = String::from_utf8(text).unwrap();
+        text.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let ours = info(d.ours_call(&["INFO", "memory"]));
+    let key_names = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(key_names(&ours), key_names(&info(d.redis_call(&["INFO", "memory"]))));
+    // The peak stays when the data goes; the machine's memory is the kernel's figure.
+    let field = |f: &[(String, String)], name: &str| f.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap();
+    let peak_before: u64 = field(&ours, "used_memory_peak").parse().unwrap();
+    assert!(peak_before >= field(&ours, "used_memory").parse::<u64>().unwrap());
+    let _ = d.ours_call(&["FLUSHALL"]);
+    let after = info(d.ours_call(&["INFO", "memory"]));
+    assert_eq!(field(&after, "used_memory_peak").parse::<u64>().unwrap(), peak_before);
+    let perc = field(&after, "used_memory_peak_perc");
+    assert!(perc.ends_with('%') && perc.trim_end_matches('%').parse::<f64>().unwrap() < 100.0, "{perc}");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    assert_eq!(field(&after, "total_system_memory").parse::<u64>().unwrap(), kb * 1024);
 }
 
 #[test]

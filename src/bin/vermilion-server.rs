@@ -31,6 +31,7 @@ fn ignore_sigxfsz() {
 
 fn main() {
     ignore_sigxfsz();
+    vermilion::util::set_allocator_name("mimalloc");
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-v" || a == "--version") {
         println!("Vermilion server v={} (Redis {} compatible)", vermilion::VERSION, vermilion::REDIS_VERSION);

@@ -27,39 +27,100 @@ pub fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     })
 }
 
+/// What the server knows of its memory, for INFO memory and MEMORY STATS alike. There is
+/// no allocator accounting: the allocator's "allocated" and "active" are the memory
+/// account's estimate (`used_memory`), its "resident" the process's resident set.
+pub(super) struct MemoryFigures {
+    pub used: u64,
+    pub peak: u64,
+    pub startup: u64,
+    pub dataset: u64,
+    pub rss: u64,
+    pub backlog: u64,
+    pub clients_normal: u64,
+    pub clients_replicas: u64,
+    pub lua: u64,
+    pub keys: u64,
+}
+
+impl MemoryFigures {
+    /// Reads the figures now (and raises the recorded peak to the current use).
+    pub(super) fn gather(ctx: &mut Ctx<'_>) -> MemoryFigures {
+        let used = crate::executor::Executor::used_memory(ctx.ks) as u64;
+        let dataset = ctx.ks.total_mem() as u64;
+        ctx.server.memory_peak = ctx.server.memory_peak.max(used);
+        let (mut clients_normal, mut clients_replicas) = (0, 0);
+        for c in ctx.server.clients.values() {
+            let mem = c.out.capacity() as u64 + c.flags.task_pending.load(std::sync::atomic::Ordering::Relaxed);
+            if c.replica.is_some() {
+                clients_replicas += mem;
+            } else {
+                clients_normal += mem;
+            }
+        }
+        MemoryFigures {
+            used,
+            peak: ctx.server.memory_peak,
+            startup: used - dataset,
+            dataset,
+            rss: super::server::process_usage().0,
+            backlog: ctx.server.repl.backlog.as_ref().map_or(0, |b| b.capacity),
+            clients_normal,
+            clients_replicas,
+            lua: ctx.server.scripts.as_deref().map_or(0, |e| e.lua_memory()) as u64,
+            keys: ctx.ks.dbs.iter().map(|d| d.len() as u64).sum(),
+        }
+    }
+
+    /// Redis's `dataset_perc`: the data's share of what was allocated after startup.
+    pub(super) fn dataset_percentage(&self) -> f64 {
+        let net = self.used.saturating_sub(self.startup);
+        if net > 0 {
+            self.dataset as f64 * 100.0 / net as f64
+        } else {
+            0.0
+        }
+    }
+
+    pub(super) fn peak_percentage(&self) -> f64 {
+        if self.peak > 0 {
+            self.used as f64 * 100.0 / self.peak as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// The resident set over the memory account (Redis's `mem_fragmentation_ratio`).
+    pub(super) fn fragmentation(&self) -> f64 {
+        if self.used > 0 {
+            self.rss as f64 / self.used as f64
+        } else {
+            0.0
+        }
+    }
+
+    pub(super) fn fragmentation_bytes(&self) -> i64 {
+        self.rss as i64 - self.used as i64
+    }
+}
+
 /// ```text
 /// MEMORY STATS
 /// ```
 pub fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    let used = crate::executor::Executor::used_memory(ctx.ks) as i64;
-    let dataset = ctx.ks.total_mem() as i64;
-    let startup = used - dataset;
-    let keys: usize = ctx.ks.dbs.iter().map(|d| d.len()).sum();
-    let rss = super::server::process_usage().0 as i64;
-    let lua = ctx.server.scripts.as_deref().map_or(0, |e| e.lua_memory()) as i64;
-    let backlog = ctx.server.repl.backlog.as_ref().map_or(0, |b| b.capacity) as i64;
-    let (mut normal, mut replicas) = (0i64, 0i64);
-    for c in ctx.server.clients.values() {
-        let mem = (c.out.capacity() as u64 + c.flags.task_pending.load(std::sync::atomic::Ordering::Relaxed)) as i64;
-        if c.replica.is_some() {
-            replicas += mem;
-        } else {
-            normal += mem;
-        }
-    }
-    let int = |n: i64| Reply::Int(n);
-    let ratio = |a: i64, b: i64| Reply::Double(if b > 0 { a as f64 / b as f64 } else { 0.0 });
+    let m = MemoryFigures::gather(ctx);
+    let int = |n: u64| Reply::Int(n as i64);
     let k = |s: &'static str| Reply::bulk(s.as_bytes());
     let mut fields = vec![
-        (k("peak.allocated"), int(used)),
-        (k("total.allocated"), int(used)),
-        (k("startup.allocated"), int(startup)),
-        (k("replication.backlog"), int(backlog)),
-        (k("clients.slaves"), int(replicas)),
-        (k("clients.normal"), int(normal)),
+        (k("peak.allocated"), int(m.peak)),
+        (k("total.allocated"), int(m.used)),
+        (k("startup.allocated"), int(m.startup)),
+        (k("replication.backlog"), int(m.backlog)),
+        (k("clients.slaves"), int(m.clients_replicas)),
+        (k("clients.normal"), int(m.clients_normal)),
         (k("cluster.links"), int(0)),
         (k("aof.buffer"), int(0)),
-        (k("lua.caches"), int(lua)),
+        (k("lua.caches"), int(m.lua)),
         (k("functions.caches"), int(0)),
     ];
     for (i, d) in ctx.ks.dbs.iter().enumerate() {
@@ -67,30 +128,30 @@ pub fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
             continue;
         }
         let overhead = Reply::Map(vec![
-            (k("overhead.hashtable.main"), int((d.len() * 24) as i64)),
+            (k("overhead.hashtable.main"), int(d.len() as u64 * 24)),
             (k("overhead.hashtable.expires"), int(0)),
             (k("overhead.hashtable.slot-to-keys"), int(0)),
         ]);
         fields.push((Reply::Bulk(Bytes::from(format!("db.{i}"))), overhead));
     }
     fields.extend([
-        (k("overhead.total"), int(startup + backlog + normal + replicas + lua)),
-        (k("keys.count"), int(keys as i64)),
-        (k("keys.bytes-per-key"), int(if keys > 0 { dataset / keys as i64 } else { 0 })),
-        (k("dataset.bytes"), int(dataset)),
-        (k("dataset.percentage"), Reply::Double(if used > 0 { dataset as f64 * 100.0 / used as f64 } else { 0.0 })),
-        (k("peak.percentage"), Reply::Double(100.0)),
-        (k("allocator.allocated"), int(used)),
-        (k("allocator.active"), int(used)),
-        (k("allocator.resident"), int(rss)),
-        (k("allocator-fragmentation.ratio"), ratio(1, 1)),
+        (k("overhead.total"), int(m.startup + m.backlog + m.clients_normal + m.clients_replicas + m.lua)),
+        (k("keys.count"), int(m.keys)),
+        (k("keys.bytes-per-key"), int(m.dataset.checked_div(m.keys).unwrap_or(0))),
+        (k("dataset.bytes"), int(m.dataset)),
+        (k("dataset.percentage"), Reply::Double(m.dataset_percentage())),
+        (k("peak.percentage"), Reply::Double(m.peak_percentage())),
+        (k("allocator.allocated"), int(m.used)),
+        (k("allocator.active"), int(m.used)),
+        (k("allocator.resident"), int(m.rss)),
+        (k("allocator-fragmentation.ratio"), Reply::Double(1.0)),
         (k("allocator-fragmentation.bytes"), int(0)),
-        (k("allocator-rss.ratio"), ratio(rss, used)),
-        (k("allocator-rss.bytes"), int(rss - used)),
-        (k("rss-overhead.ratio"), ratio(1, 1)),
+        (k("allocator-rss.ratio"), Reply::Double(m.fragmentation())),
+        (k("allocator-rss.bytes"), Reply::Int(m.fragmentation_bytes())),
+        (k("rss-overhead.ratio"), Reply::Double(1.0)),
         (k("rss-overhead.bytes"), int(0)),
-        (k("fragmentation"), ratio(rss, used)),
-        (k("fragmentation.bytes"), int(rss - used)),
+        (k("fragmentation"), Reply::Double(m.fragmentation())),
+        (k("fragmentation.bytes"), Reply::Int(m.fragmentation_bytes())),
     ]);
     Ok(Reply::Map(fields))
 }

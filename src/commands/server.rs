@@ -128,8 +128,8 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             );
         }
         "memory" => {
-            let (rss, _, _) = process_usage();
-            let used = crate::executor::Executor::used_memory(ctx.ks) as u64;
+            let m = super::diagnostics::MemoryFigures::gather(ctx);
+            let s = &*ctx.server;
             let maxmemory = s.config.get_int("maxmemory") as u64;
             let engine = s.scripts.as_deref();
             let lua = engine.map_or(0, |e| e.lua_memory()) as u64;
@@ -139,15 +139,23 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             let (funcs, libs) = functions.map_or((0, 0), |f| (f.function_count(), f.library_count()));
             let vm_functions = functions.map_or(0, |f| f.lua_memory()) as u64;
             let functions_mem = functions.map_or(0, |f| f.memory()) as u64;
+            let system = crate::util::total_memory().unwrap_or(0);
+            let (used, rss) = (m.used, m.rss);
+            // Fields in Redis 7.0's order. Without allocator accounting, the allocator's
+            // figures are the memory account's (allocated, active) and the resident set.
             let _ = write!(
                 out,
-                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_mem}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{funcs}\r\nnumber_of_libraries:{libs}\r\nused_memory_vm_functions:{vm_functions}\r\nused_memory_vm_total:{}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_mem}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_mem}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{funcs}\r\nnumber_of_libraries:{libs}\r\nused_memory_vm_functions:{vm_functions}\r\nused_memory_vm_total:{}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_mem}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:{}\r\nmem_total_replication_buffers:{}\r\nmem_clients_slaves:{}\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:{}\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
                 human_bytes(used),
                 human_bytes(rss),
-                human_bytes(used),
-                1024 * 1024,
-                1024 * 1024,
-                ctx.ks.total_mem(),
+                m.peak,
+                human_bytes(m.peak),
+                m.peak_percentage(),
+                m.startup,
+                m.startup,
+                m.dataset,
+                m.dataset_percentage(),
+                human_bytes(system),
                 human_bytes(lua),
                 lua + vm_functions,
                 human_bytes(lua + vm_functions),
@@ -155,7 +163,16 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 human_bytes(scripts_mem + functions_mem),
                 human_bytes(maxmemory),
                 s.config.get("maxmemory-policy"),
-                if used > 0 { rss as f64 / used as f64 } else { 0.0 },
+                m.fragmentation(),
+                m.fragmentation_bytes(),
+                m.fragmentation(),
+                m.fragmentation_bytes(),
+                m.clients_replicas,
+                m.backlog,
+                m.clients_replicas,
+                m.clients_replicas,
+                m.clients_normal,
+                crate::util::allocator_name(),
             );
         }
         "persistence" => {

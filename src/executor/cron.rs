@@ -19,6 +19,8 @@ impl Executor {
     pub(super) fn cron(&mut self, hz: u64) {
         self.anchor = crate::clock::Anchor::now();
         self.replication_cron();
+        let used = Self::used_memory(&self.ks) as u64;
+        self.server.memory_peak = self.server.memory_peak.max(used);
         let now_ms = crate::clock::now_ms();
         if now_ms - self.memory_released_ms >= MEMORY_RELEASE_MS {
             self.memory_released_ms = now_ms;
