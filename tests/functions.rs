@@ -457,6 +457,21 @@ fn function_flags_decide_oom_stale_and_read_only_refusals_as_redis() {
             "FCALL_RO oom_ok 0",
             "EVAL \"#!lua flags=no-writes,allow-stale\\nreturn 1\" 0",
             "EVAL \"#!lua flags=no-writes\\nreturn 1\" 0",
+            // Without a shebang a script never runs there; with allow-stale it runs only
+            // the commands allowed on a stale replica.
+            "EVAL \"return 1\" 0",
+            "EVAL \"return redis.call('get', KEYS[1])\" 1 k",
+            "EVAL \"#!lua flags=no-writes,allow-stale\\nreturn redis.call('get', 'k')\" 0",
+            "EVAL \"#!lua flags=no-writes,allow-stale\\nreturn redis.call('ping')\" 0",
+            "EVAL \"#!lua flags=no-writes,allow-stale\\nreturn type(redis.call('info', 'server'))\" 0",
+            // Queued: the script's flags decide at once, as for a command.
+            "MULTI",
+            "EVAL \"#!lua flags=no-writes\\nreturn 1\" 0",
+            "EVAL \"return 1\" 0",
+            "EXEC",
+            "MULTI",
+            "EVAL \"return 1\" 0",
+            "EXEC",
             "CONFIG SET replica-serve-stale-data yes",
             "FCALL my_hset 1 h a b",
             "FCALL_RO my_get 1 big",

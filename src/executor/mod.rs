@@ -558,18 +558,29 @@ impl Executor {
         }
     }
 
-    /// Whether an EVAL, EVALSHA or FCALL writes, when its script declares flags (a shebang;
-    /// every function does): Redis's `scriptFlagsToCmdFlags` then replaces the command's
-    /// own write and may-replicate flags. `None` for a script without flags.
-    fn declared_writes(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<bool> {
+    /// The flags an EVAL, EVALSHA or FCALL's script declares (a shebang; every function
+    /// does): Redis's `scriptFlagsToCmdFlags` then replaces the command's own write,
+    /// may-replicate, deny-oom and stale flags. `None` for a script without flags.
+    fn declared_flags(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<crate::scripting::ScriptFlags> {
         let engine = self.server.scripts.as_deref()?;
         let flags = match cmd.name {
-            "eval" => crate::scripting::ScriptFlags::parse(&args[1]).ok()?,
-            "evalsha" => engine.get(&args[1])?.flags,
-            "fcall" => engine.functions.get(&args[1])?.flags,
+            "eval" | "eval_ro" => crate::scripting::ScriptFlags::parse(&args[1]).ok()?,
+            "evalsha" | "evalsha_ro" => engine.get(&args[1])?.flags,
+            "fcall" | "fcall_ro" => engine.functions.get(&args[1])?.flags,
             _ => return None,
         };
-        (!flags.compat).then_some(!flags.no_writes)
+        (!flags.compat).then_some(flags)
+    }
+
+    /// Whether the script of an EVAL, EVALSHA or FCALL writes, when it declares flags.
+    fn declared_writes(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<bool> {
+        self.declared_flags(cmd, args).map(|f| !f.no_writes)
+    }
+
+    /// Whether a command may run on a stale replica: its `stale` flag, or for a script that
+    /// declares flags, its `allow-stale`.
+    fn allowed_when_stale(&self, cmd: &CommandSpec, args: &[Bytes]) -> bool {
+        self.declared_flags(cmd, args).map_or(cmd.has(Flag::Stale), |f| f.allow_stale)
     }
 
     /// Holds a client at `cmds[index]` until the pause ends.
@@ -755,17 +766,24 @@ impl Executor {
         let queues = client.multi.is_some() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset");
         // Eviction runs before every command, as in Redis (a read too may find memory over).
         let oom = !self.loading && !self.within_maxmemory();
-        if oom && (cmd.has(Flag::DenyOom) || queues) && !client.deny_oom_exempt {
+        // A script's declared flags decide for it (inside EXEC the script's own check does).
+        let deny_oom = |ex: &Self, client: &Client| match ex.declared_flags(cmd, args).filter(|_| !client.in_exec) {
+            Some(f) => !(f.allow_oom || f.no_writes),
+            None => cmd.has(Flag::DenyOom),
+        };
+        if oom && (queues || deny_oom(self, client)) && !client.deny_oom_exempt {
             return self.refuse(client, cmd, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // While the log cannot be written, writes are refused (reads go on); so are writes
         // to a read-only replica, and writes without enough good replicas.
-        if cmd.has(Flag::Write) && client.multi.is_none() {
+        if client.multi.is_none() {
             if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
-                return self.refuse(client, cmd, refusal);
+                if self.declared_writes(cmd, args).unwrap_or(cmd.has(Flag::Write)) {
+                    return self.refuse(client, cmd, refusal);
+                }
             }
         }
-        if !cmd.has(Flag::Stale) && !self.loading && self.stale_replica() {
+        if !self.loading && self.stale_replica() && !self.allowed_when_stale(cmd, args) {
             return self.refuse(client, cmd, Reply::error(replicate::MASTERDOWN));
         }
         // Inside MULTI everything but the transaction commands themselves is queued.

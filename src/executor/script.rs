@@ -89,11 +89,15 @@ impl Executor {
         let flags = call.flags;
         // Replaying the log: what ran then runs now, whatever memory says.
         let oom = !self.loading && self.server.maxmemory > 0 && !self.within_maxmemory();
-        if !flags.compat {
-            if let Some(refusal) = self.script_refusal(client, flags, call.read_only, oom) {
-                self.server.scripts = Some(engine);
-                return refusal;
-            }
+        let refusal = if flags.compat {
+            // A script without a shebang never runs on a stale replica (EVAL itself may).
+            (!self.loading && self.stale_replica()).then(|| Reply::error(MASTERDOWN))
+        } else {
+            self.script_refusal(client, flags, call.read_only, oom)
+        };
+        if let Some(refusal) = refusal {
+            self.server.scripts = Some(engine);
+            return refusal;
         }
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
@@ -187,8 +191,12 @@ impl Executor {
                 return Some(Reply::error(READONLY));
             }
         }
-        if top && !flags.allow_stale && self.stale_replica() {
-            return Some(Reply::error(MASTERDOWN));
+        if !flags.allow_stale && self.stale_replica() {
+            return Some(Reply::error(if top {
+                MASTERDOWN
+            } else {
+                "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
+            }));
         }
         if !flags.no_writes && ro_command {
             return Some(Reply::error("ERR Can not execute a script with write flag using *_ro command."));
@@ -240,6 +248,10 @@ impl ScriptHost for ScriptBridge<'_> {
                 return refusal;
             }
             self.write_allowed = true;
+        }
+        // An allow-stale script on a stale replica runs only the commands allowed there.
+        if !cmd.has(Flag::Stale) && !self.exec.loading && self.exec.stale_replica() {
+            return Reply::error("ERR Can not execute the command on a stale replica");
         }
         let class = script_class(cmd);
         if class == ScriptClass::Random {
