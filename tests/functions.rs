@@ -481,3 +481,58 @@ fn function_flags_decide_oom_stale_and_read_only_refusals_as_redis() {
         ],
     );
 }
+
+/// Found by a differential sweep: how `register_function` reads its flags and named
+/// arguments, what the function environment lacks, `{err=...}` line ends, `pcall()`, zero
+/// bytes in a shebang and FUNCTION FLUSH's arity.
+#[test]
+fn registration_details_and_function_environment_match_redis() {
+    let mut d = DiffPair::start();
+    for flags in
+        ["{x='no-writes'}", "{'no-writes', nil, 'bogus'}", "{'no-writes', x='bogus'}", "{[2]='no-writes'}", "{'no-writes\\0x'}", "{true}"]
+    {
+        let _ = same(&mut d, &[b"FUNCTION", b"FLUSH"]);
+        let code =
+            format!("#!lua name=lib\nredis.register_function{{function_name='f', callback=function() return 'ran' end, flags={flags}}}");
+        let _ = same(&mut d, &[b"FUNCTION", b"LOAD", code.as_bytes()]);
+        let _ = same(&mut d, &[b"FCALL_RO", b"f", b"0"]);
+        let _ = same(&mut d, &[b"FUNCTION", b"LIST"]);
+    }
+    for arg in ["[1]=1", "[2.5]=1", "[true]=1"] {
+        let code = format!("#!lua name=lib2\nredis.register_function{{function_name='f2', callback=function() return 1 end, {arg}}}");
+        let _ = same(&mut d, &[b"FUNCTION", b"LOAD", code.as_bytes()]);
+    }
+    let _ = same(&mut d, &[b"FUNCTION", b"LOAD", b"#!lua name=lib2\nredis.register_function{'f2', function() return 1 end}"]);
+    let _ = same(&mut d, &[b"FUNCTION", b"FLUSH"]);
+    let env = "#!lua name=env
+redis.register_function('f1', function() return redis.replicate_commands() end)
+redis.register_function('f2', function() return redis.breakpoint() end)
+redis.register_function('f3', function() return redis.debug('x') end)
+redis.register_function('f4', function() return type(__redis__err__handler) end)
+redis.register_function('f5', function() local t = {} for k in pairs(redis) do t[#t+1] = k end table.sort(t) return table.concat(t, ',') end)
+redis.register_function('f6', function() return {pcall()} end)
+redis.register_function('f7', function() return {err='x\\r\\n'} end)";
+    let _ = same(&mut d, &[b"FUNCTION", b"LOAD", env.as_bytes()]);
+    for f in ["f1", "f2", "f3", "f4", "f5", "f6", "f7"] {
+        let _ = same(&mut d, &[b"FCALL", f.as_bytes(), b"0"]);
+    }
+    for script in [
+        "return type(__redis__err__handler)",
+        "return {pcall()}",
+        "return {pcall(pcall)}",
+        "return {err='x\\n'}",
+        "return {err='\\r\\n'}",
+        "return {err='\\ne'}",
+        "return {1, {err='x\\r'}}",
+        "return {err='x\\r\\n '}",
+        "return redis.error_reply('x\\n')",
+        "#!lua flags=no-writes \0foo\nreturn 1",
+    ] {
+        let _ = same(&mut d, &[b"EVAL", script.as_bytes(), b"0"]);
+    }
+    for code in [&b"#!lua name=l\0x\nredis.register_function('z', function() return 1 end)"[..], b"#!lua\0 name=y\nreturn 1"] {
+        let _ = same(&mut d, &[b"FUNCTION", b"LOAD", code]);
+    }
+    let _ = same(&mut d, &[b"FUNCTION", b"FLUSH", b"SYNC", b"ASYNC"]);
+    let _ = same(&mut d, &[b"FUNCTION", b"FLUSH", b"x"]);
+}

@@ -80,7 +80,10 @@ pub fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
 /// FUNCTION FLUSH [ASYNC | SYNC]
 /// ```
 pub fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    if args.len() > 3 || (args.len() == 3 && !opt_is(&args[2], "sync") && !opt_is(&args[2], "async")) {
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
+    if args.len() == 3 && !opt_is(&args[2], "sync") && !opt_is(&args[2], "async") {
         return Err(CmdError::other("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
     }
     functions(ctx)?.flush();

@@ -334,7 +334,10 @@ unsafe fn table_reply(l: *mut lua_State, t: c_int, fields: c_int, resp3: bool, d
     let text = |l| String::from_utf8_lossy(bytes_at(l, -1)).into_owned();
     let reply = 'found: {
         if push_field(l, t, fields, ERR) == ffi::LUA_TSTRING {
-            break 'found Some(Reply::Error(sanitize(text(l)).into()));
+            // Redis's addReplyErrorFormatEx("-%s"): CR/LF trimmed at the end (the dash
+            // protects the start), then the rest made spaces.
+            let t = text(l);
+            break 'found Some(Reply::Error(sanitize(t.trim_end_matches(['\r', '\n']).to_string()).into()));
         }
         if push_field(l, t, fields, OK) == ffi::LUA_TSTRING {
             break 'found Some(Reply::Status(sanitize(text(l)).into()));

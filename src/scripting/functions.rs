@@ -324,7 +324,8 @@ pub fn metadata(code: &[u8]) -> Result<(String, usize), String> {
         return Err("ERR Missing library metadata".into());
     }
     let invalid = || "ERR Invalid library metadata".to_string();
-    let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
+    // `strchr(code, '\n')` on a C string: a zero byte first means no line end.
+    let end = code.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| code[i] == b'\n').ok_or_else(invalid)?;
     let parts = crate::protocol::split_args(&code[..end]).ok_or_else(invalid)?;
     let engine = parts.first().ok_or_else(invalid)?;
     let mut name: Option<&[u8]> = None;
@@ -403,8 +404,10 @@ fn named_args(lua: &Lua, t: &Table) -> Result<Registration, String> {
     let (mut name, mut func, mut description, mut flags) = (None, None, None, ScriptFlags::default());
     for pair in t.pairs::<Value, Value>() {
         let (k, v) = pair.map_err(|e| e.to_string())?;
-        let Value::String(k) = k else { return Err("named argument key given to redis.register_function is not a string".into()) };
-        let k = k.to_string_lossy().to_ascii_lowercase();
+        // `lua_isstring` then `strcasecmp`: a number is a string here (and names nothing),
+        // and the name ends at a zero byte.
+        let k = lua_string(lua, &k).ok_or("named argument key given to redis.register_function is not a string")?;
+        let k = c_string(&k).to_ascii_lowercase();
         match k.as_str() {
             "function_name" => {
                 name = Some(lua_string(lua, &v).ok_or("function_name argument given to redis.register_function must be a string")?)
@@ -430,11 +433,21 @@ fn named_args(lua: &Lua, t: &Table) -> Result<Registration, String> {
     Ok((name, func, description, flags))
 }
 
+/// The text a C string holds: up to its first zero byte.
+fn c_string(s: &str) -> &str {
+    s.split('\0').next().unwrap_or_default()
+}
+
+/// Redis's `luaRegisterFunctionReadFlags`: the entries 1, 2, ... up to the first nil (other
+/// keys are not looked at), each a string or number naming a flag.
 fn read_flags(lua: &Lua, list: &Table) -> Option<ScriptFlags> {
     let mut flags = ScriptFlags::default();
-    for pair in list.pairs::<Value, Value>() {
-        let (_, v) = pair.ok()?;
-        let text = lua_string(lua, &v)?.to_ascii_lowercase();
+    for j in 1.. {
+        let v: Value = list.get(j).ok()?;
+        if v.is_nil() {
+            break;
+        }
+        let text = c_string(&lua_string(lua, &v)?).to_ascii_lowercase();
         match text.as_str() {
             "no-writes" => flags.no_writes = true,
             "allow-oom" => flags.allow_oom = true,
@@ -460,6 +473,7 @@ mod tests {
         assert_eq!(metadata(b"#!js name=x\n").unwrap_err(), "ERR Engine 'js' not found");
         assert_eq!(metadata(b"#!lua name=a-b\n").unwrap_err(), NAME_RULES);
         assert_eq!(metadata(b"#!LUA NAME=ab\nx").unwrap(), ("ab".to_string(), 13));
+        assert_eq!(metadata(b"#!lua name=l\0x\nx").unwrap_err(), "ERR Invalid library metadata");
     }
 
     #[test]

@@ -86,7 +86,8 @@ impl ScriptFlags {
         if !body.starts_with(b"#!") {
             return Ok(ScriptFlags { compat: true, ..ScriptFlags::default() });
         }
-        let end = body.iter().position(|&b| b == b'\n').ok_or("Invalid script shebang")?;
+        // `strchr(body, '\n')` on a C string: a zero byte first means no line end.
+        let end = body.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| body[i] == b'\n').ok_or("Invalid script shebang")?;
         let parts = crate::protocol::split_args(&body[..end]).filter(|p| !p.is_empty()).ok_or("Invalid engine in script shebang")?;
         let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
         let Some(engine) = parts.first() else { return Err("Invalid engine in script shebang".into()) };

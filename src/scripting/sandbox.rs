@@ -109,8 +109,11 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> c_i
     use mlua::ffi;
     let argc = ffi::lua_gettop(state);
     if argc == 0 {
-        // Redis's pcall returns nothing here.
-        return 0;
+        // Redis's luaRedisPcall calls the slot below its placeholder, which is the
+        // placeholder itself: false and this message.
+        ffi::lua_pushboolean(state, 0);
+        ffi::lua_pushstring(state, c"attempt to call a boolean value".as_ptr());
+        return 2;
     }
     ffi::lua_pushboolean(state, 1);
     ffi::lua_insert(state, 1);
@@ -193,6 +196,15 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     globals.raw_set("__redis__args", args)?;
     let runner: Function = lua.load(if kind == Kind::Eval { RUNNER } else { FUNCTION_RUNNER }).set_name("=[runner]").call(())?;
     globals.raw_set("__redis__args", Value::Nil)?;
+    if kind == Kind::Functions {
+        // Redis's function engine keeps its error handler in the registry and has no
+        // debugger or effects-replication switch in its `redis` table.
+        globals.raw_set("__redis__err__handler", Value::Nil)?;
+        let redis: Table = globals.raw_get("redis")?;
+        for name in ["breakpoint", "debug", "replicate_commands"] {
+            redis.raw_set(name, Value::Nil)?;
+        }
+    }
     // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
     globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
     lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
