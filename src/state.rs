@@ -148,6 +148,9 @@ pub struct Client {
     pub user: String,
     /// An internal client (the log loader, the replication stream): no ACL checks.
     pub superuser: bool,
+    /// Its user was deleted (or lost a channel it listens to): it is closed after this
+    /// batch and may run nothing more meanwhile.
+    pub acl_revoked: bool,
     /// EXEC is running this client's queued commands.
     pub in_exec: bool,
     /// Since when (ms) the client's queued output has been over its class's soft limit.
@@ -286,6 +289,7 @@ impl Client {
             authenticated,
             user: "default".into(),
             superuser: false,
+            acl_revoked: false,
             in_exec: false,
             soft_limit_since_ms: None,
             tracking: None,
@@ -643,20 +647,30 @@ impl ServerState {
         self.limits.auth_required.store(!open, Ordering::Relaxed);
         // Clients of deleted users go; so do subscribers whose user may no longer listen to
         // one of their channels or patterns (Redis's ACLKillPubsubClientsIfNeeded).
-        let gone: Vec<ClientId> = self
-            .clients
-            .values()
-            .filter(|c| !c.superuser)
-            .filter(|c| match self.acl.users.get(&c.user) {
-                None => true,
-                Some(u) => {
-                    let channels: Vec<bytes::Bytes> = c.channels.iter().chain(c.shard_channels.iter()).cloned().collect();
-                    !u.channels_allowed(&channels, &c.patterns)
-                }
-            })
-            .map(|c| c.id)
-            .collect();
+        // (The client whose command made the change is not in the table: see
+        // `Ctx::acl_changed`.)
+        let gone: Vec<ClientId> = self.clients.values().filter(|c| self.lost_access(c)).map(|c| c.id).collect();
+        for id in &gone {
+            if let Some(c) = self.clients.get_mut(id) {
+                c.acl_revoked = true;
+            }
+        }
         self.kill_list.extend(gone);
+    }
+
+    /// Whether a client must go after a change of users: its user was deleted, or may no
+    /// longer listen to one of its channels or patterns.
+    pub fn lost_access(&self, c: &Client) -> bool {
+        if c.superuser {
+            return false;
+        }
+        match self.acl.users.get(&c.user) {
+            None => true,
+            Some(u) => {
+                let channels: Vec<bytes::Bytes> = c.channels.iter().chain(c.shard_channels.iter()).cloned().collect();
+                !u.channels_allowed(&channels, &c.patterns)
+            }
+        }
     }
 
     /// A pseudo-random u64 (xorshift; for sampling, not for secrets).

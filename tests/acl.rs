@@ -350,6 +350,66 @@ fn deleting_a_user_disconnects_its_clients() {
     assert_eq!(admin.call(&[b"PING"]), b"+PONG\r\n");
 }
 
+/// A connection that deletes its own user is closed after the reply, and the rest of its
+/// pipeline never runs (it could read any key while waiting to be closed). Clients of the
+/// user on other connections, later in the same batch, are refused too.
+#[test]
+fn deleting_your_own_user_closes_your_connection_at_once() {
+    let server = Server::start(&[]);
+    let mut admin = server.raw();
+    assert_eq!(admin.call(&[b"SET", b"secret", b"s"]), b"+OK\r\n");
+    assert_eq!(admin.call(&[b"ACL", b"SETUSER", b"u", b"on", b">p", b"-@all", b"+acl|deluser", b"+ping", b"~k"]), b"+OK\r\n");
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"AUTH", b"u", b"p"]), b"+OK\r\n");
+    let mut other = server.raw();
+    assert_eq!(other.call(&[b"AUTH", b"u", b"p"]), b"+OK\r\n");
+    c.send(b"ACL DELUSER u\r\nGET secret\r\nACL SETUSER evil on nopass ~* +@all\r\n");
+    assert_eq!(c.read_reply(), b":1\r\n");
+    assert!(c.is_closed(), "the connection that deleted its own user is closed (nothing more answered)");
+    assert!(other.is_closed(), "another connection of the deleted user is closed");
+    assert_eq!(admin.call(&[b"ACL", b"USERS"]), b"*1\r\n$7\r\ndefault\r\n");
+    // With only unrestricted users left, a deleted user's client still runs nothing.
+    assert_eq!(admin.call(&[b"ACL", b"SETUSER", b"w", b"on", b">p", b"+@all", b"~*", b"&*"]), b"+OK\r\n");
+    let mut w = server.raw();
+    assert_eq!(w.call(&[b"AUTH", b"w", b"p"]), b"+OK\r\n");
+    w.send(b"ACL DELUSER w\r\nGET secret\r\n");
+    assert_eq!(w.read_reply(), b":1\r\n");
+    assert!(w.is_closed());
+    assert_eq!(admin.call(&[b"ACL", b"USERS"]), b"*1\r\n$7\r\ndefault\r\n");
+}
+
+#[test]
+fn usernames_with_whitespace_and_shard_channel_rules_match_redis() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "usernames",
+        &[
+            "ACL SETUSER \"a\\nb\" on",
+            "ACL SETUSER \"a\\tb\" on",
+            "ACL SETUSER \"a\\rb\" on",
+            "ACL SETUSER \"a\\x0bb\" on",
+            "ACL SETUSER \"a\\x0cb\" on",
+            "ACL SETUSER \"a b\" on",
+            "ACL USERS",
+        ],
+    );
+    // A shard channel is a channel for ACL: `&` patterns decide, SUNSUBSCRIBE needs nothing.
+    d.assert_script(
+        "shard channels",
+        &[
+            "ACL SETUSER u on >p +@all &a*",
+            "ACL DRYRUN u spublish a1 m",
+            "ACL DRYRUN u spublish b1 m",
+            "ACL DRYRUN u ssubscribe a1 b1",
+            "AUTH u p",
+            "SPUBLISH a1 m",
+            "SPUBLISH x m",
+            "SUNSUBSCRIBE a1",
+            "AUTH default x",
+        ],
+    );
+}
+
 #[test]
 fn acl_file_load_save_and_config_users() {
     let dir = tempfile::tempdir().unwrap();

@@ -42,8 +42,10 @@ impl Default for Acl {
 }
 
 /// A user name Redis accepts: no spaces, no NUL.
+/// Redis's `ACLStringHasSpaces`: no `isspace` character (space, \t, \n, \v, \f, \r) and no
+/// zero byte, so a name can never break an ACL file line, ACL LIST or CLIENT LIST.
 pub fn valid_username(name: &[u8]) -> bool {
-    !name.iter().any(|c| *c == b' ' || *c == 0)
+    !name.iter().any(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0))
 }
 
 impl Acl {

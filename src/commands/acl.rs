@@ -37,7 +37,7 @@ pub fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         }
     }
     ctx.server.acl.users.insert(name, user);
-    ctx.server.acl_changed();
+    ctx.acl_changed();
     Ok(Reply::OK)
 }
 
@@ -84,7 +84,7 @@ pub fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             deleted += 1;
         }
     }
-    ctx.server.acl_changed();
+    ctx.acl_changed();
     Ok(Reply::Int(deleted))
 }
 
@@ -196,7 +196,7 @@ pub fn acl_load(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.server.acl.load_file_text(&path, &text, all_channels).map_err(|e| {
         CmdError::Other(format!("ERR {e}WARNING: ACL errors detected, no change to the previously active ACL rules was performed").into())
     })?;
-    ctx.server.acl_changed();
+    ctx.acl_changed();
     Ok(Reply::OK)
 }
 

@@ -33,6 +33,11 @@ fn int_field(map: &Doc, name: &str) -> Option<i64> {
     }
 }
 
+/// Whether a key spec carries a flag (`not_key`, `incomplete`...).
+fn spec_flag(spec: &Doc, name: &str) -> bool {
+    matches!(field(spec, "flags"), Some(Doc::Arr(f)) if f.iter().any(|x| matches!(x, Doc::Str(s) if *s == name)))
+}
+
 /// The access a key spec's flags give (`KEY_READ` | `KEY_WRITE`).
 fn access(spec: &Doc) -> u8 {
     let mut out = 0;
@@ -108,6 +113,10 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
     for spec in cmd.key_specs {
+        // A shard channel (SPUBLISH, SSUBSCRIBE...) is checked as a channel, not a key.
+        if spec_flag(spec, "not_key") {
+            continue;
+        }
         let flags = access(spec);
         // SORT's STORE and BY/GET: found by the command's own parser below.
         let Some(Some(first)) = spec_start(spec, args) else { continue };
@@ -147,12 +156,10 @@ fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
     for spec in cmd.key_specs {
-        let flag =
-            |name: &str| matches!(field(spec, "flags"), Some(Doc::Arr(f)) if f.iter().any(|x| matches!(x, Doc::Str(s) if *s == name)));
-        if flag("not_key") {
+        if spec_flag(spec, "not_key") {
             continue;
         }
-        if flag("incomplete") {
+        if spec_flag(spec, "incomplete") {
             return None;
         }
         let Some(first) = spec_start(spec, args)? else { continue };

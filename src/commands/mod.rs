@@ -63,6 +63,17 @@ impl Ctx<'_> {
     }
 
     /// Counts a change to the dataset (Redis's `server.dirty`).
+    /// After a change of users: other clients that lost their access go after this batch,
+    /// and so does this one, right after its reply (Redis's CLIENT_CLOSE_AFTER_COMMAND: the
+    /// rest of its pipeline is not run).
+    pub fn acl_changed(&mut self) {
+        self.server.acl_changed();
+        if self.server.lost_access(self.client) {
+            self.client.acl_revoked = true;
+            self.client.close_after_reply = true;
+        }
+    }
+
     pub fn dirty(&mut self, n: u64) {
         self.server.dirty += n;
     }

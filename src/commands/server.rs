@@ -399,12 +399,12 @@ fn apply(ctx: &mut Ctx<'_>, name: &str) {
         "dir" => {
             let _ = std::env::set_current_dir(config.get("dir"));
         }
-        "protected-mode" => ctx.server.acl_changed(),
+        "protected-mode" => ctx.acl_changed(),
         "requirepass" => {
             // The default user's password; like Redis, nobody is logged out.
             let pass = config.get("requirepass").to_string();
             ctx.server.acl.set_requirepass(&pass);
-            ctx.server.acl_changed();
+            ctx.acl_changed();
         }
         "appendonly" | "appendfsync" => ctx.server.persist_request = Some(crate::state::PersistRequest::Reconfigure),
         _ => {}

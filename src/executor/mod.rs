@@ -961,10 +961,11 @@ impl Executor {
     /// Checks the client's user may run `args` (command, keys, channels); a refusal is
     /// logged (ACL LOG) and answered with Redis's text for where it happened.
     pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
-        if client.superuser || self.server.acl.all_unrestricted {
+        if client.superuser || (self.server.acl.all_unrestricted && !client.acl_revoked) {
             return Ok(());
         }
-        let denied = match self.server.acl.users.get(&client.user) {
+        // A deleted user's client (closed after this batch) runs nothing more.
+        let denied = match self.server.acl.users.get(&client.user).filter(|_| !client.acl_revoked) {
             Some(user) => match user.check(cmd, args) {
                 Ok(()) => return Ok(()),
                 Err(d) => d,
