@@ -189,3 +189,52 @@ fn a_refused_exec_is_an_execabort() {
     let mut d = DiffPair::start_with(&["--requirepass", "pw"], &["--requirepass", "pw"]);
     d.assert_script("refused exec", &["EXEC", "AUTH pw", "EXEC x", "MULTI", "EXEC x", "EXEC", "SUBSCRIBE c", "EXEC"]);
 }
+
+/// EXEC carries the flags of what it queued, as Redis's processCommand: when memory went over
+/// `maxmemory` (or the server became a read-only replica) after queueing, a transaction with
+/// a deny-oom (or write) command is discarded whole with EXECABORT instead of running its
+/// reads and failing its writes; queued writes on a read-only replica are refused at once.
+#[test]
+fn exec_is_refused_whole_when_a_queued_command_would_be() {
+    let mut d = common::diff::DiffPair::start();
+    d.assert_script(
+        "oom after queueing",
+        &[
+            "MULTI",
+            "GET a",
+            "SET a 1",
+            "1> CONFIG SET maxmemory 1",
+            "EXEC",
+            "1> CONFIG SET maxmemory 0",
+            "MULTI",
+            "GET a",
+            "DEL a",
+            "EVAL \"#!lua flags=no-writes\\nreturn 1\" 0",
+            "1> CONFIG SET maxmemory 1",
+            "EXEC",
+            "MULTI",
+            "EVAL \"#!lua\\nreturn 1\" 0",
+            "1> CONFIG SET maxmemory 1",
+            "EXEC",
+            "1> CONFIG SET maxmemory 0",
+        ],
+    );
+    let dead = common::free_port().to_string();
+    d.assert_script(
+        "read-only replica",
+        &[
+            &format!("REPLICAOF 127.0.0.1 {dead}"),
+            "MULTI",
+            "SET a 1",
+            "EXEC",
+            "MULTI",
+            "GET a",
+            "EVAL \"#!lua\\nreturn 1\" 0",
+            "EXEC",
+            "MULTI",
+            "GET a",
+            "EXEC",
+            "REPLICAOF NO ONE",
+        ],
+    );
+}

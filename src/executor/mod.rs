@@ -767,20 +767,34 @@ impl Executor {
         // Eviction runs before every command, as in Redis (a read too may find memory over).
         let oom = !self.loading && !self.within_maxmemory();
         // A script's declared flags decide for it (inside EXEC the script's own check does).
-        let deny_oom = |ex: &Self, client: &Client| match ex.declared_flags(cmd, args).filter(|_| !client.in_exec) {
+        let deny_oom_one = |ex: &Self, client: &Client, cmd: &CommandSpec, args: &[Bytes]| match ex
+            .declared_flags(cmd, args)
+            .filter(|_| !client.in_exec)
+        {
             Some(f) => !(f.allow_oom || f.no_writes),
             None => cmd.has(Flag::DenyOom),
+        };
+        // EXEC is refused (EXECABORT) when one of the commands it would run is, as Redis
+        // adds the queued commands' flags to EXEC's: all or nothing.
+        let deny_oom = |ex: &Self, client: &Client| match (cmd.name, client.multi.as_ref()) {
+            ("exec", Some(queue)) => queue.iter().any(|(c, a)| deny_oom_one(ex, client, c, a)),
+            _ => deny_oom_one(ex, client, cmd, args),
         };
         if oom && (queues || deny_oom(self, client)) && !client.deny_oom_exempt {
             return self.refuse(client, cmd, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // While the log cannot be written, writes are refused (reads go on); so are writes
         // to a read-only replica, and writes without enough good replicas.
-        if client.multi.is_none() {
-            if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
-                if self.declared_writes(cmd, args).unwrap_or(cmd.has(Flag::Write)) {
-                    return self.refuse(client, cmd, refusal);
-                }
+        // Queued commands are checked as they arrive (a refusal dooms the transaction), and
+        // EXEC as the writes it would run.
+        if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
+            let writes = |c: &CommandSpec, a: &[Bytes]| self.declared_writes(c, a).unwrap_or(c.has(Flag::Write));
+            let refused = match (cmd.name, client.multi.as_ref()) {
+                ("exec", Some(queue)) => queue.iter().any(|(c, a)| writes(c, a)),
+                _ => writes(cmd, args),
+            };
+            if refused {
+                return self.refuse(client, cmd, refusal);
             }
         }
         if !self.loading && self.stale_replica() && !self.allowed_when_stale(cmd, args) {
@@ -957,7 +971,6 @@ impl Executor {
         reply
     }
 
-    /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
     /// Checks the client's user may run `args` (command, keys, channels); a refusal is
     /// logged (ACL LOG) and answered with Redis's text for where it happened.
     pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
@@ -1009,6 +1022,7 @@ impl Executor {
         Err(Reply::Error(text.into()))
     }
 
+    /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
     /// one thread) and answers their replies as one array; or EXECABORT / a null array.
     fn exec_transaction(&mut self, client: &mut Client) -> Reply {
         let queued = client.multi.take().unwrap_or_default();
