@@ -227,6 +227,9 @@ pub struct Client {
     pub shard_channels: Vec<Bytes>,
     /// REPLCONF listening-port: the port a replica says it serves on.
     pub replconf_port: u16,
+    /// REPLCONF rdb-only 1: the peer wants an RDB file alone
+    /// (redis-cli --rdb, --functions-rdb), which this server does not produce.
+    pub rdb_only: bool,
     /// Set once the connection asked for the replication stream (PSYNC/SYNC).
     pub replica: Option<crate::replication::Peer>,
     /// WAIT: the offset replicas must acknowledge and how many (while parked in it).
@@ -327,6 +330,7 @@ impl Client {
             patterns: Vec::new(),
             shard_channels: Vec::new(),
             replconf_port: 0,
+            rdb_only: false,
             replica: None,
             wait_target: None,
         }

@@ -67,7 +67,14 @@ pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```text
 /// PSYNC replicationid offset
 /// ```
+/// Why a transfer of an RDB file alone is refused: the full sync sends Vermilion's own
+/// snapshot, which redis-cli would save as if it were an RDB file.
+const NO_RDB: &str = "ERR Vermilion has no RDB format: an RDB-only transfer (redis-cli --rdb or --functions-rdb) is not available. Back up the appendonly directory after BGREWRITEAOF instead";
+
 pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.rdb_only {
+        return Err(CmdError::other(NO_RDB));
+    }
     let offset = arg_i64(&args[2])?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
     ctx.server.repl_request = Some(ReplRequest::Psync { replid, offset, legacy: false });
@@ -78,6 +85,9 @@ pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SYNC
 /// ```
 pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.client.rdb_only {
+        return Err(CmdError::other(NO_RDB));
+    }
     ctx.server.repl_request = Some(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true });
     Ok(Reply::NoReply)
 }
@@ -107,7 +117,20 @@ pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Ok(Reply::NoReply);
         } else if eq_ignore_case(opt, "getack") {
             return Ok(Reply::NoReply);
-        } else if !["ip-address", "capa", "rdb-only", "rdb-filter-only"].iter().any(|o| eq_ignore_case(opt, o)) {
+        } else if eq_ignore_case(opt, "rdb-only") {
+            match crate::util::parse_i64(val) {
+                Some(n @ 0..=1) => ctx.client.rdb_only = n == 1,
+                Some(_) => return Err(CmdError::other("ERR value is out of range, value must between 0 and 1")),
+                None => return Err(CmdError::NotInteger),
+            }
+        } else if eq_ignore_case(opt, "rdb-filter-only") {
+            let filters = crate::protocol::split_args(val).ok_or_else(|| CmdError::other("ERR Missing rdb-filter-only values"))?;
+            if let Some(bad) = filters.iter().find(|f| !eq_ignore_case(f, "functions")) {
+                return Err(CmdError::Other(format!("ERR Unsupported rdb-filter-only option: {}", String::from_utf8_lossy(bad)).into()));
+            }
+            // An empty filter (redis-cli --replica) wants the stream and no data: the
+            // snapshot it gets is skipped. A transfer of the RDB alone asks rdb-only too.
+        } else if !["ip-address", "capa"].iter().any(|o| eq_ignore_case(opt, o)) {
             return Err(CmdError::Other(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).into()));
         }
     }
