@@ -529,3 +529,58 @@ fn subscribers_that_lose_a_channel_are_disconnected_like_redis() {
     assert!(r.closed_within(std::time::Duration::from_secs(2)), "redis-server kept the subscriber");
     assert!(o.closed_within(std::time::Duration::from_secs(2)), "the subscriber that lost its pattern is still connected");
 }
+
+/// ACL files written for Redis name commands Vermilion does not implement (`-xadd`): such
+/// rules are accepted, and malformed `cmd|sub` rules get Redis's error for each form.
+#[test]
+fn rules_naming_redis_only_commands_and_malformed_subcommands_match_redis() {
+    let mut d = DiffPair::start();
+    let mut script = Vec::new();
+    for rule in [
+        "+@all -xadd",
+        "-cluster|info",
+        "+script|debug",
+        "+module|list",
+        "+xadd",
+        "+Cluster|Info",
+        "+xadd|x",
+        "+cluster|nosuch",
+        "+xgroup|",
+        "+config|",
+        "+acl|",
+        "+get|x|y",
+        "+config|get|x",
+        "-select|0",
+        "+get|",
+        "+nosuch",
+    ] {
+        script.push(format!("ACL SETUSER u reset {rule}"));
+    }
+    let lines: Vec<&str> = script.iter().map(|s| s.as_str()).collect();
+    d.assert_script("rules", &lines);
+}
+
+/// `%` key permissions parsed as Redis's loop does, arity of ACL CAT/GENPASS, and HELLO
+/// applying each option as it reads it (a name set before a failing AUTH stays).
+#[test]
+fn key_permission_syntax_arity_and_hello_option_order_match_redis() {
+    let mut d = DiffPair::start();
+    let mut script: Vec<String> = Vec::new();
+    for rule in ["%R", "%W", "%RW", "%RR~a", "%WW~a", "%RWR~a", "%R~", "%~a", "%rw~x", "%WR~x*", "%", "%R~a~b", "%Rx~a"] {
+        script.push(format!("ACL SETUSER u reset {rule}"));
+        script.push("ACL LIST".into());
+    }
+    script.extend(["ACL DELUSER u", "ACL CAT read x", "ACL GENPASS 8 x"].map(String::from));
+    for hello in [
+        "HELLO 2 SETNAME nm AUTH u wrong",
+        "HELLO 2 AUTH u wrong SETNAME other",
+        "HELLO 2 SETNAME n2 SETNAME \"a b\"",
+        "HELLO 4 SETNAME n3",
+        "HELLO 2 SETNAME n4 BOGUS",
+    ] {
+        script.push(hello.into());
+        script.push("CLIENT GETNAME".into());
+    }
+    let lines: Vec<&str> = script.iter().map(|s| s.as_str()).collect();
+    d.assert_script("syntax", &lines);
+}

@@ -4,6 +4,7 @@
 //! runs for it) is checked against the client's user before it runs. Clients hold their
 //! user's name; a deleted user's clients are disconnected, so the name always resolves.
 
+mod redis_only;
 pub mod user;
 
 use std::collections::{BTreeMap, VecDeque};

@@ -192,19 +192,23 @@ impl Selector {
 
     fn add_key_pattern(&mut self, op: &[u8]) -> Result<(), RuleError> {
         let (flags, pattern) = if op[0] == b'%' {
-            let tilde = op.iter().position(|&c| c == b'~').ok_or(RuleError::Syntax)?;
-            let mut flags = 0;
-            for &c in &op[1..tilde] {
-                flags |= match c.to_ascii_uppercase() {
-                    b'R' => KEY_READ,
-                    b'W' => KEY_WRITE,
+            // Redis's loop: R and W once each, up to a `~` (or the end: `%R` is the empty
+            // pattern, as in Redis).
+            let (mut flags, mut at) = (0, 1);
+            while at < op.len() {
+                let c = op[at];
+                at += 1;
+                match c.to_ascii_uppercase() {
+                    b'R' if flags & KEY_READ == 0 => flags |= KEY_READ,
+                    b'W' if flags & KEY_WRITE == 0 => flags |= KEY_WRITE,
+                    b'~' => break,
                     _ => return Err(RuleError::Syntax),
-                };
+                }
             }
             if flags == 0 {
                 return Err(RuleError::Syntax);
             }
-            (flags, &op[tilde + 1..])
+            (flags, &op[at..])
         } else {
             (KEY_READ | KEY_WRITE, &op[1..])
         };
@@ -232,28 +236,39 @@ impl Selector {
             self.set_category(cat, allow);
             return Ok(());
         }
-        let Some(bar) = name.iter().position(|&c| c == b'|') else {
-            let cmd = lookup(name).ok_or(RuleError::Unknown)?;
-            self.set_command(cmd, allow);
-            return Ok(());
+        // Redis's ACLSetSelector: the name is split at its last `|`.
+        let Some(bar) = name.iter().rposition(|&c| c == b'|').filter(|_| allow) else {
+            return match lookup_path(name) {
+                Some(Named::Ours(cmd)) => {
+                    self.set_command(cmd, allow);
+                    Ok(())
+                }
+                Some(Named::RedisOnly { .. }) => Ok(()),
+                None => Err(RuleError::Unknown),
+            };
         };
-        let (top, rest) = (&name[..bar], &name[bar + 1..]);
-        let cmd = lookup(top).ok_or(RuleError::Unknown)?;
-        if !cmd.subcommands.is_empty() {
-            if rest.contains(&b'|') {
-                return Err(RuleError::SubcommandFirstArg);
-            }
-            let sub = cmd.subcommands.iter().find(|s| s.sub_name().as_bytes() == rest).ok_or(RuleError::Unknown)?;
-            self.set_command(sub, allow);
-            return Ok(());
+        let (head, rest) = (&name[..bar], &name[bar + 1..]);
+        let (is_sub, has_subs) = match lookup_path(head).ok_or(RuleError::Unknown)? {
+            Named::Ours(cmd) => (head.contains(&b'|'), !cmd.subcommands.is_empty()),
+            Named::RedisOnly { sub, container } => (sub, container),
+        };
+        if is_sub {
+            return Err(RuleError::SubcommandFirstArg);
         }
-        // A first argument of a command without subcommands (`+select|0`): allow only.
-        if !allow {
-            return Err(RuleError::Unknown);
-        }
-        if rest.is_empty() || rest.contains(&b'|') {
+        if rest.is_empty() {
             return Err(RuleError::Syntax);
         }
+        if has_subs {
+            return match lookup_path(name).ok_or(RuleError::Unknown)? {
+                Named::Ours(sub) => {
+                    self.set_command(sub, allow);
+                    Ok(())
+                }
+                Named::RedisOnly { .. } => Ok(()),
+            };
+        }
+        // A first argument of a command without subcommands (`+select|0`).
+        let Some(Named::Ours(cmd)) = lookup_path(head) else { return Ok(()) };
         if !self.allowed[cmd.id] {
             let list = self.first_args.entry(cmd.id).or_default();
             if !list.iter().any(|a| a == rest) {
@@ -626,6 +641,36 @@ impl User {
 pub fn category_commands(cat: &str) -> Vec<&'static str> {
     let tag = format!("@{cat}");
     all_commands().filter(|c| c.acl.contains(&tag.as_str())).map(|c| c.name).collect()
+}
+
+/// What an ACL rule's command name (`get`, `config|get`) names.
+enum Named {
+    Ours(&'static CommandSpec),
+    /// A Redis 7.0 command or subcommand that is not implemented here: a rule may name it
+    /// (ACL files written for Redis do) and it allows or denies nothing.
+    RedisOnly {
+        sub: bool,
+        container: bool,
+    },
+}
+
+/// Redis's `ACLLookupCommand`: a command, or `container|subcommand`.
+fn lookup_path(name: &[u8]) -> Option<Named> {
+    let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    if let Some(&known) = super::redis_only::REDIS_ONLY.iter().find(|n| **n == text) {
+        let prefix = format!("{known}|");
+        let container = super::redis_only::REDIS_ONLY.iter().any(|n| n.starts_with(&prefix));
+        return Some(Named::RedisOnly { sub: known.contains('|'), container });
+    }
+    let (top, sub) = match name.iter().position(|&c| c == b'|') {
+        Some(i) => (&name[..i], Some(&name[i + 1..])),
+        None => (name, None),
+    };
+    let cmd = lookup(top)?;
+    match sub {
+        None => Some(Named::Ours(cmd)),
+        Some(sub) => cmd.subcommands.iter().find(|s| s.sub_name().as_bytes().eq_ignore_ascii_case(sub)).map(Named::Ours),
+    }
 }
 
 #[cfg(test)]

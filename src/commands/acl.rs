@@ -114,6 +114,10 @@ pub fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError>
 /// ACL CAT [category]
 /// ```
 pub fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // The table's arity lets more through; Redis's handler does not.
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
     if args.len() == 2 {
         return Ok(Reply::Array(CATEGORIES.iter().map(|c| Reply::bulk(c.as_bytes())).collect()));
     }
@@ -223,6 +227,9 @@ pub fn acl_save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ACL GENPASS [bits]
 /// ```
 pub fn acl_genpass(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(crate::commands::subcommand_syntax_error(args));
+    }
     let bits = match args.get(2) {
         Some(a) => arg_i64(a)?,
         None => 256,

@@ -104,34 +104,30 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
         proto = Some(if v == 3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 });
     }
-    let mut auth: Option<(Bytes, Bytes)> = None;
-    let mut setname: Option<Bytes> = None;
+    // Redis 7.0 applies each option as it reads it: a name set before a failing AUTH or a
+    // bad option stays.
     let mut i = 2;
     while i < args.len() {
         let more = args.len() - i - 1;
         if eq_ignore_case(&args[i], "auth") && more >= 2 {
-            auth = Some((args[i + 1].clone(), args[i + 2].clone()));
+            let (user, pass) = (&args[i + 1], &args[i + 2]);
+            if !check_credentials(ctx, &args[0], user, pass) {
+                return Err(CmdError::other(WRONGPASS));
+            }
+            ctx.client.set_authenticated(true);
+            ctx.client.user = String::from_utf8_lossy(user).into_owned();
             i += 3;
         } else if eq_ignore_case(&args[i], "setname") && more >= 1 {
-            setname = Some(args[i + 1].clone());
+            let name = &args[i + 1];
+            validate_client_name(name)?;
+            ctx.client.name = (!name.is_empty()).then(|| name.clone());
             i += 2;
         } else {
             return Err(CmdError::Other(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])).into()));
         }
     }
-    if let Some((user, pass)) = &auth {
-        if !check_credentials(ctx, &args[0], user, pass) {
-            return Err(CmdError::other(WRONGPASS));
-        }
-        ctx.client.set_authenticated(true);
-        ctx.client.user = String::from_utf8_lossy(user).into_owned();
-    }
     if !ctx.client.authenticated {
         return Err(CmdError::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
-    }
-    if let Some(name) = setname {
-        validate_client_name(&name)?;
-        ctx.client.name = (!name.is_empty()).then_some(name);
     }
     if let Some(p) = proto {
         ctx.client.set_proto(p);
