@@ -282,3 +282,22 @@ fn debug_populate_matches_redis_and_is_logged() {
     assert_eq!(c.call(&[b"GET", b"big:2499"]), b"$9\r\nvalue:249\r\n");
     assert_eq!(c.call(&[b"GET", b"big:0"]), b"$9\r\nvalue:0\x00\x00\r\n");
 }
+
+/// Redis's hidden test knobs are read and set by name but never listed by a pattern.
+#[test]
+fn hidden_parameters_are_not_listed_by_patterns() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "hidden",
+        &[
+            "CONFIG GET key-load-delay",
+            "CONFIG GET loading-process-events-interval-bytes",
+            "CONFIG GET *load*",
+            "CONFIG SET key-load-delay 0",
+        ],
+    );
+    let all = d.ours_call(&["CONFIG", "GET", "*"]);
+    let Ok(all) = all else { panic!() };
+    let text = String::from_utf8_lossy(&all.raw);
+    assert!(!text.contains("key-load-delay") && !text.contains("loading-process-events"), "{text}");
+}

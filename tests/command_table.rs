@@ -49,3 +49,37 @@ fn command_getkeys_matches_redis() {
         assert!(d.check(case).unwrap_or_else(|diff| panic!("{diff}")).is_ok());
     }
 }
+
+/// COMMAND DOCS has Redis's fields and values for every implemented command (deprecation
+/// fields included, complexity absent where Redis has none), but for `history` and
+/// `arguments`, which Vermilion does not carry (docs/COMPATIBILITY.md).
+#[test]
+fn command_docs_match_redis_but_for_history_and_arguments() {
+    use common::diff::Resp;
+    let mut d = DiffPair::start();
+    // The (field, value) pairs of one command's docs, as raw bytes, without those two.
+    fn fields(r: &Resp) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let Resp::Agg(_, outer) = r else { panic!("{r:?}") };
+        let Some(Resp::Agg(_, items)) = outer.get(1) else { return Vec::new() };
+        items
+            .chunks(2)
+            .filter_map(|kv| {
+                let Resp::Blob(_, k) = &kv[0] else { panic!("{kv:?}") };
+                if k == b"history" || k == b"arguments" || k == b"subcommands" {
+                    return None;
+                }
+                let mut v = Vec::new();
+                kv[1].encode(&mut v);
+                Some((k.clone(), v))
+            })
+            .collect()
+    }
+    let mut compared = 0;
+    for cmd in vermilion::commands::all_commands() {
+        let args = [b"COMMAND".as_slice(), b"DOCS", cmd.name.as_bytes()];
+        let (Ok(ours), Ok(redis)) = (d.ours_call(&args), d.redis_call(&args)) else { panic!("{}", cmd.name) };
+        assert_eq!(fields(&ours.value), fields(&redis.value), "COMMAND DOCS {}", cmd.name);
+        compared += 1;
+    }
+    assert!(compared > 250, "only {compared} commands compared");
+}

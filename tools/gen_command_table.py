@@ -115,6 +115,7 @@ def entry(sock, module, name, info, docs, subs, indent):
         pad + "    key_specs: &[%s]," % ", ".join(doc(k) for k in key_specs),
         pad + "    group: Group::%s, summary: %s, since: %s," % (GROUPS[d.get("group", "server")], rust_str(d.get("summary", "")), rust_str(d.get("since", ""))),
         pad + "    complexity: %s, doc_flags: &[%s]," % (rust_str(d.get("complexity", "")), ", ".join(rust_str(f) for f in d.get("doc_flags", []))),
+        pad + "    deprecated_since: %s, replaced_by: %s," % (rust_str(d.get("deprecated_since", "")), rust_str(d.get("replaced_by", ""))),
     ]
     if subs:
         own = (module, cname) in WANTED

@@ -52,10 +52,18 @@ fn docs_entry(cmd: &CommandSpec) -> Reply {
         (Reply::bulk(b"summary"), Reply::bulk(cmd.summary.as_bytes())),
         (Reply::bulk(b"since"), Reply::bulk(cmd.since.as_bytes())),
         (Reply::bulk(b"group"), Reply::bulk(cmd.group.as_str().as_bytes())),
-        (Reply::bulk(b"complexity"), Reply::bulk(cmd.complexity.as_bytes())),
     ];
+    // Fields Redis has no value for are left out.
+    if !cmd.complexity.is_empty() {
+        fields.push((Reply::bulk(b"complexity"), Reply::bulk(cmd.complexity.as_bytes())));
+    }
     if !cmd.doc_flags.is_empty() {
         fields.push((Reply::bulk(b"doc_flags"), status_set(cmd.doc_flags.iter().copied())));
+    }
+    for (name, value) in [("deprecated_since", cmd.deprecated_since), ("replaced_by", cmd.replaced_by)] {
+        if !value.is_empty() {
+            fields.push((Reply::bulk(name.as_bytes()), Reply::bulk(value.as_bytes())));
+        }
     }
     if !cmd.subcommands.is_empty() {
         fields.push((

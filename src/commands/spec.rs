@@ -129,8 +129,12 @@ pub struct CommandSpec {
     pub group: Group,
     pub summary: &'static str,
     pub since: &'static str,
+    /// Empty when Redis documents none (MONITOR, SYNC, PSYNC).
     pub complexity: &'static str,
     pub doc_flags: &'static [&'static str],
+    /// For deprecated commands: since when, and what to use instead (else empty).
+    pub deprecated_since: &'static str,
+    pub replaced_by: &'static str,
     pub handler: Handler,
     pub subcommands: &'static [CommandSpec],
 }

@@ -29,6 +29,10 @@ pub enum Kind {
 /// PROTECTED_CONFIG).
 pub const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
+/// Redis's HIDDEN_CONFIG test knobs: settable and readable by name, never listed by a
+/// pattern (CONFIG GET *) nor written by CONFIG REWRITE unless the file has them.
+pub const HIDDEN: &[&str] = &["key-load-delay", "loading-process-events-interval-bytes"];
+
 /// One parameter's definition.
 #[derive(Debug)]
 pub struct Param {
@@ -115,7 +119,7 @@ impl Config {
     /// `(name, value)` for every parameter and alias matching the glob `pattern`.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        for (i, p) in params::PARAMS.iter().enumerate() {
+        for (i, p) in params::PARAMS.iter().enumerate().filter(|(_, p)| !HIDDEN.contains(&p.name)) {
             for name in std::iter::once(&p.name).chain(p.aliases.iter()) {
                 if glob_match(pattern, name.as_bytes(), true) {
                     out.push((*name, self.values[i].clone()));
