@@ -238,3 +238,46 @@ fn exec_is_refused_whole_when_a_queued_command_would_be() {
         ],
     );
 }
+
+/// Writes that change nothing: a no-op LTRIM still aborts a WATCH (Redis signals the key),
+/// SWAPDB of a database with itself and a BITFIELD that writes the bytes already there do
+/// not (and are not counted as changes).
+#[test]
+fn watch_and_writes_that_change_nothing_match_redis() {
+    let mut d = common::diff::DiffPair::start();
+    let mut script: Vec<&str> = Vec::new();
+    for (setup, write) in [
+        ("RPUSH l a", "1> LTRIM l 0 -1"),
+        ("SET k 1", "1> SWAPDB 0 0"),
+        ("SET k a", "1> BITFIELD k SET u8 0 97"),
+        ("SET k a", "1> BITFIELD k INCRBY u8 0 0"),
+        ("SET k a", "1> BITFIELD k INCRBY u8 0 256"),
+        ("SET k a", "1> BITFIELD k SET u8 0 98"),
+        ("SET k a", "1> BITFIELD k OVERFLOW FAIL INCRBY u8 0 1000"),
+        ("SET k a", "1> BITFIELD k SET u8 0 97 SET u8 200 0"),
+    ] {
+        let key = if setup.starts_with("RPUSH") { "WATCH l" } else { "WATCH k" };
+        script.extend(["FLUSHALL", setup, key, write, "MULTI", "PING", "EXEC", "STRLEN k"]);
+    }
+    d.assert_script("no-op writes", &script);
+    // Changes as Redis counts them.
+    let changes = |d: &mut common::diff::DiffPair, redis: bool| -> i64 {
+        let got = if redis { d.redis_call(&["INFO", "persistence"]) } else { d.ours_call(&["INFO", "persistence"]) };
+        let text = String::from_utf8_lossy(&got.unwrap().raw).into_owned();
+        text.lines().find_map(|l| l.strip_prefix("rdb_changes_since_last_save:")).unwrap().trim().parse().unwrap()
+    };
+    for cmd in [
+        "SET k aaaaaaaaaaaaaa",
+        "BITFIELD k SET u8 0 98 SET u8 8 99",
+        "BITFIELD k SET u8 0 98 SET u8 8 100",
+        "BITFIELD k SET u8 0 98 SET u8 200 0",
+        "BITFIELD k INCRBY u8 0 1 INCRBY u8 0 1",
+        "BITFIELD k INCRBY u8 0 256",
+        "BITFIELD nk SET u8 100 0",
+    ] {
+        let (r0, v0) = (changes(&mut d, true), changes(&mut d, false));
+        let args: Vec<&str> = cmd.split(' ').collect();
+        let _ = d.check(&args).unwrap();
+        assert_eq!(changes(&mut d, false) - v0, changes(&mut d, true) - r0, "changes counted for {cmd}");
+    }
+}

@@ -575,14 +575,30 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only_cmd: bool) -> R
     if read_only_cmd {
         return Err(CmdError::other("ERR BITFIELD_RO only supports the GET subcommand"));
     }
-    let replies = with_bit_string(ctx, &args[1], highest_write, |data, _| {
-        ops.iter().map(|op| if op.op == FieldOp::Get { bitfield_read(data, op) } else { bitfield_write(data, op) }).collect::<Vec<_>>()
+    // What Redis counts as changes (dirty, WATCH, the event): a write that changed its
+    // bytes, or, when the string was created or grown, every write that did not fail on
+    // OVERFLOW FAIL. A SET of the value already there changes nothing.
+    let (replies, changes) = with_bit_string(ctx, &args[1], highest_write, |data, grown| {
+        let mut changes = 0u64;
+        let replies = ops
+            .iter()
+            .map(|op| {
+                if op.op == FieldOp::Get {
+                    return bitfield_read(data, op);
+                }
+                let span = (op.offset / 8) as usize..=((op.offset + op.bits as u64 - 1) / 8) as usize;
+                let before = data[span.clone()].to_vec();
+                let reply = bitfield_write(data, op);
+                if reply != Reply::Nil && (grown || data[span] != before[..]) {
+                    changes += 1;
+                }
+                reply
+            })
+            .collect::<Vec<_>>();
+        (replies, changes)
     })?;
-    let changes = ops.iter().filter(|op| op.op != FieldOp::Get).count();
-    ctx.dirty(changes as u64);
-    // A write that failed on OVERFLOW FAIL (a null reply) changes nothing.
-    let written = ops.iter().zip(&replies).any(|(op, r)| op.op != FieldOp::Get && *r != Reply::Nil);
-    if written {
+    if changes > 0 {
+        ctx.dirty(changes);
         ctx.notify(notify::STRING, "setbit", &args[1]);
     }
     Ok(Reply::Array(replies))

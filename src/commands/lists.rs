@@ -376,6 +376,10 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.dirty(n as u64);
         ctx.notify(notify::LIST, "ltrim", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
+        // Redis signals the key even when nothing was trimmed (a WATCH on it aborts).
+        if n == 0 {
+            ctx.server.also_modified.push((ctx.client.db, args[1].clone()));
+        }
     }
     Ok(Reply::OK)
 }

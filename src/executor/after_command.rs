@@ -144,7 +144,15 @@ impl Executor {
         let dbs: Vec<usize> = match cmd.name {
             "flushdb" => vec![db],
             "flushall" => (0..self.ks.dbs.len()).collect(),
-            "swapdb" => args[1..].iter().filter_map(|a| crate::util::parse_i64(a)).filter(|&i| i >= 0).map(|i| i as usize).collect(),
+            // SWAPDB of a database with itself changes nothing (Redis returns early).
+            "swapdb" => {
+                let ids: Vec<usize> =
+                    args[1..].iter().filter_map(|a| crate::util::parse_i64(a)).filter(|&i| i >= 0).map(|i| i as usize).collect();
+                if ids.len() == 2 && ids[0] == ids[1] {
+                    return Vec::new();
+                }
+                ids
+            }
             _ => return Vec::new(),
         };
         let watched: Vec<(usize, Bytes)> = self.server.watchers.keys().cloned().collect();

@@ -907,6 +907,9 @@ impl Executor {
             if !client.in_script && self.recording() {
                 self.log_command(client, cmd, args, &reply);
             }
+        } else if !self.server.also_modified.is_empty() {
+            // A key signalled without a change (a no-op LTRIM): watchers and trackers only.
+            self.signal_modified(client, cmd, &args[..1]);
         } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
         }
