@@ -301,3 +301,32 @@ fn hidden_parameters_are_not_listed_by_patterns() {
     let text = String::from_utf8_lossy(&all.raw);
     assert!(!text.contains("key-load-delay") && !text.contains("loading-process-events"), "{text}");
 }
+
+/// A key a write creates starts at Redis's LFU counter (5): creating it is not an access.
+#[test]
+fn new_keys_start_at_the_lfu_initial_counter() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "lfu",
+        &[
+            "CONFIG SET maxmemory-policy allkeys-lfu",
+            "RPUSH l a",
+            "SADD s a",
+            "HSET h f v",
+            "HINCRBY h2 f 1",
+            "ZADD z 1 a",
+            "ZINCRBY z2 1 a",
+            "GEOADD g 13 52 a",
+            "SET k v",
+            "OBJECT FREQ l",
+            "OBJECT FREQ s",
+            "OBJECT FREQ h",
+            "OBJECT FREQ h2",
+            "OBJECT FREQ z",
+            "OBJECT FREQ z2",
+            "OBJECT FREQ g",
+            "OBJECT FREQ k",
+            "CONFIG SET maxmemory-policy noeviction",
+        ],
+    );
+}
