@@ -401,6 +401,18 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// An error reply for INFO (total_error_replies, errorstats by its first word).
+    pub fn count_error(&mut self, text: &str) {
+        self.total_error_replies += 1;
+        let code = text.split(' ').next().unwrap_or("ERR");
+        match self.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.errors.insert(code.to_string(), 1);
+            }
+        }
+    }
+
     /// The counters of command `id`.
     pub fn command(&mut self, id: usize) -> &mut CommandStat {
         if id >= self.commands.len() {

@@ -281,3 +281,56 @@ fn watch_and_writes_that_change_nothing_match_redis() {
         assert_eq!(changes(&mut d, false) - v0, changes(&mut d, true) - r0, "changes counted for {cmd}");
     }
 }
+
+/// INFO's accounting of errors as Redis keeps it: errors inside an EXEC array count as error
+/// replies, EXECABORT is a failed EXEC, every refusal (arity, ACL, inside a script too) a
+/// rejected call, and a script that fails a failed EVAL.
+#[test]
+fn error_statistics_count_transactions_refusals_and_scripts_like_redis() {
+    let mut d = common::diff::DiffPair::start();
+    d.assert_script(
+        "errors",
+        &[
+            "CONFIG RESETSTAT",
+            "SET a x",
+            "MULTI",
+            "INCR a",
+            "EXEC",
+            "MULTI",
+            "FOO",
+            "EXEC",
+            "ACL SETUSER u on >p +@all -get ~*",
+            "1> AUTH u p",
+            "1> GET a",
+            "GET",
+            "EVAL \"error('x')\" 0",
+            "EVAL \"return {err='X y'}\" 0",
+            "EVAL \"return redis.call('get')\" 0",
+            "EVAL \"return 1\" 0",
+            "EVAL \"syntax error(\" 0",
+            "ACL DELUSER u",
+        ],
+    );
+    let lines = |got: common::diff::Got, prefixes: &[&str]| -> Vec<String> {
+        let text = String::from_utf8_lossy(&got.unwrap().raw).into_owned();
+        let mut out: Vec<String> = text
+            .lines()
+            .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
+            // Times differ; the counts must not.
+            .map(|l| l.split(',').filter(|f| !f.starts_with("usec")).collect::<Vec<_>>().join(","))
+            .collect();
+        out.sort();
+        out
+    };
+    d.on(0);
+    for section in ["commandstats", "errorstats", "stats"] {
+        let prefixes: &[&str] = match section {
+            "commandstats" => &["cmdstat_exec", "cmdstat_get", "cmdstat_eval", "cmdstat_incr", "cmdstat_multi"],
+            "errorstats" => &["errorstat_"],
+            _ => &["total_error_replies"],
+        };
+        let ours = lines(d.ours_call(&["INFO", section]), prefixes);
+        let redis = lines(d.redis_call(&["INFO", section]), prefixes);
+        assert_eq!(ours, redis, "INFO {section}");
+    }
+}

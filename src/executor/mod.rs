@@ -526,9 +526,7 @@ impl Executor {
     /// Encodes a reply into the client's output, counting errors for INFO.
     fn emit(&mut self, client: &mut Client, reply: &Reply) {
         if let Reply::Error(text) = reply {
-            self.server.stats.total_error_replies += 1;
-            let code = text.split(' ').next().unwrap_or("ERR").to_string();
-            *self.server.stats.errors.entry(code).or_default() += 1;
+            self.server.stats.count_error(text);
         }
         // A replica reads only the stream: its REPLCONF ACKs and anything else it sends get
         // no reply, as in Redis. CLIENT REPLY OFF|SKIP silence replies but not pushes
@@ -734,13 +732,9 @@ impl Executor {
             Resolved::Found(cmd) => cmd,
             Resolved::Unknown => return Self::reject(client, commands::unknown_command_error(args)),
             Resolved::UnknownSubcommand => return Self::reject(client, commands::unknown_subcommand_error(args)),
-            Resolved::WrongArity(cmd) => {
-                self.server.stats.command(cmd.id).rejected_calls += 1;
-                return self.refuse(client, cmd, commands::wrong_arity_error(cmd));
-            }
+            Resolved::WrongArity(cmd) => return self.refuse(client, cmd, commands::wrong_arity_error(cmd)),
         };
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
-            self.server.stats.command(cmd.id).rejected_calls += 1;
             return self.refuse(client, cmd, Reply::error("NOAUTH Authentication required."));
         }
         if let Err(refusal) = self.acl_check(client, cmd, args) {
@@ -855,8 +849,13 @@ impl Executor {
             self.now_ms = crate::clock::now_ms();
         }
         if scripted {
-            // INFO commandstats counts an EVAL's script in its time, as Redis does.
-            self.server.stats.command(cmd.id).usec += elapsed;
+            // INFO commandstats counts an EVAL's script in its time, and a script that
+            // failed (an error raised or returned) as a failed call, as Redis does.
+            let stat = self.server.stats.command(cmd.id);
+            stat.usec += elapsed;
+            if reply.is_error() {
+                stat.failed_calls += 1;
+            }
         }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
@@ -868,6 +867,10 @@ impl Executor {
         }
         if std::mem::take(&mut client.exec_requested) {
             reply = self.exec_transaction(client);
+            // EXECABORT: EXEC ran and failed.
+            if reply.is_error() {
+                self.server.stats.command(cmd.id).failed_calls += 1;
+            }
         }
         reply
     }
@@ -956,6 +959,8 @@ impl Executor {
     /// `cmd` refused before running. A refused EXEC discards the transaction and says why
     /// (Redis's execCommandAbort: the error's code is kept, except ERR).
     fn refuse(&mut self, client: &mut Client, cmd: &CommandSpec, reply: Reply) -> Reply {
+        // Every refusal counts (Redis's rejectCommand): arity, NOAUTH, ACL, OOM, READONLY...
+        self.server.stats.command(cmd.id).rejected_calls += 1;
         if cmd.name != "exec" {
             return Self::reject(client, reply);
         }
@@ -1048,6 +1053,10 @@ impl Executor {
                 // A blocking command inside a transaction answers as if it timed out.
                 if let Some(request) = client.block_request.take() {
                     r = request.timeout_reply;
+                }
+                // Each error in the EXEC array is an error reply for INFO, as in Redis.
+                if let Reply::Error(text) = &r {
+                    self.server.stats.count_error(text);
                 }
                 replies.push(r);
             }

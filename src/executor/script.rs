@@ -221,38 +221,69 @@ impl ScriptHost for ScriptBridge<'_> {
                     cmd
                 }
                 Resolved::Unknown | Resolved::UnknownSubcommand => return Reply::error("ERR Unknown Redis command called from script"),
-                Resolved::WrongArity(_) => return Reply::error("ERR Wrong number of args calling Redis command from script"),
+                Resolved::WrongArity(cmd) => {
+                    self.exec.server.stats.command(cmd.id).rejected_calls += 1;
+                    return Reply::error("ERR Wrong number of args calling Redis command from script");
+                }
             },
         };
+        if let Some(refusal) = self.refusal(cmd, argv) {
+            // A command refused here counts as rejected, as Redis's scriptCall does.
+            self.exec.server.stats.command(cmd.id).rejected_calls += 1;
+            return refusal;
+        }
+        self.run(cmd, argv, resp, repl)
+    }
+
+    /// Replies of other clients produced earlier in this batch (and those the busy answers
+    /// added) leave while the script is busy, not only after it; the log is written first,
+    /// with nothing of the running script in it (its record comes when it ends).
+    fn busy(&mut self) {
+        self.exec.release_replies();
+    }
+
+    fn command_exists(&mut self, argv: &[Bytes]) -> bool {
+        matches!(commands::resolve(argv), Resolved::Found(_) | Resolved::WrongArity(_))
+    }
+}
+
+impl ScriptBridge<'_> {
+    /// Why a script may not run `cmd` now (Redis's checks in scriptCall, in its order).
+    fn refusal(&mut self, cmd: &'static CommandSpec, argv: &[Bytes]) -> Option<Reply> {
         if cmd.has(Flag::NoScript) {
-            return Reply::error("ERR This Redis command is not allowed from script");
+            return Some(Reply::error("ERR This Redis command is not allowed from script"));
         }
         if let Err(refusal) = self.exec.acl_check(self.client, cmd, argv) {
-            return refusal;
+            return Some(refusal);
         }
         let write = cmd.has(Flag::Write);
         // PUBLISH, PFCOUNT and the like may replicate: not for read-only scripts either.
         if (write || cmd.has(Flag::MayReplicate)) && self.read_only {
-            return Reply::error("ERR Write commands are not allowed from read-only scripts.");
+            return Some(Reply::error("ERR Write commands are not allowed from read-only scripts."));
         }
         // Before the first write command (one that changed nothing counts, as in Redis).
         if self.oom_at_start && !self.allow_oom && !self.write_allowed && cmd.has(Flag::DenyOom) {
-            return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+            return Some(Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // A SCRIPT KILL accepted before the first write wins: nothing is written after it.
         if write && !self.write_allowed && !self.exec.server.script_watch.may_write() {
-            return Reply::error("ERR Script killed by user with SCRIPT KILL...");
+            return Some(Reply::error("ERR Script killed by user with SCRIPT KILL..."));
         }
         if write {
             if let Some(refusal) = self.exec.log_write_refusal().or_else(|| self.exec.replication_write_refusal()) {
-                return refusal;
+                return Some(refusal);
             }
             self.write_allowed = true;
         }
         // An allow-stale script on a stale replica runs only the commands allowed there.
         if !cmd.has(Flag::Stale) && !self.exec.loading && self.exec.stale_replica() {
-            return Reply::error("ERR Can not execute the command on a stale replica");
+            return Some(Reply::error("ERR Can not execute the command on a stale replica"));
         }
+        None
+    }
+
+    /// Runs a command the script may run, and records what it did (effects, random-dirty).
+    fn run(&mut self, cmd: &'static CommandSpec, argv: &mut Vec<Bytes>, resp: ProtocolVersion, repl: u8) -> Reply {
         let class = script_class(cmd);
         if class == ScriptClass::Random {
             self.outcome.random_dirty = true;
@@ -286,17 +317,6 @@ impl ScriptHost for ScriptBridge<'_> {
             ScriptClass::Plain | ScriptClass::Random => {}
         }
         reply
-    }
-
-    /// Replies of other clients produced earlier in this batch (and those the busy answers
-    /// added) leave while the script is busy, not only after it; the log is written first,
-    /// with nothing of the running script in it (its record comes when it ends).
-    fn busy(&mut self) {
-        self.exec.release_replies();
-    }
-
-    fn command_exists(&mut self, argv: &[Bytes]) -> bool {
-        matches!(commands::resolve(argv), Resolved::Found(_) | Resolved::WrongArity(_))
     }
 }
 
