@@ -194,6 +194,9 @@ pub struct Client {
     pub deny_oom_exempt: bool,
     /// Between MULTI and EXEC: the queued commands.
     pub multi: Option<Vec<QueuedCommand>>,
+    /// While EXEC runs its queue: how many commands it holds (the client still shows as
+    /// in MULTI, as in Redis: CLIENT LIST `flags=x multi=<n>`, ACL LOG context `multi`).
+    pub exec_queued: Option<usize>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub multi_dirty: bool,
     /// Set by EXEC's handler: the executor runs the queue.
@@ -312,6 +315,7 @@ impl Client {
             blocked: None,
             deny_blocking: false,
             deny_oom_exempt: false,
+            exec_queued: None,
             multi: None,
             multi_dirty: false,
             exec_requested: false,

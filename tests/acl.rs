@@ -584,3 +584,20 @@ fn key_permission_syntax_arity_and_hello_option_order_match_redis() {
     let lines: Vec<&str> = script.iter().map(|s| s.as_str()).collect();
     d.assert_script("syntax", &lines);
 }
+
+/// `redis.acl_check_cmd` answers for the script's user (commands and keys), as Redis does.
+#[test]
+fn acl_check_cmd_answers_for_the_scripts_user() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "acl_check_cmd",
+        &[
+            "ACL SETUSER u on >p +@all -set ~a*",
+            "1> AUTH u p",
+            "1> EVAL \"return {redis.acl_check_cmd('get','a1'), redis.acl_check_cmd('get','b1'), redis.acl_check_cmd('set','a1','v'), redis.acl_check_cmd('config','get','x')}\" 0",
+            "1> EVAL \"return redis.acl_check_cmd('nosuch')\" 0",
+            "1> EVAL \"return redis.acl_check_cmd('config','nosuch')\" 0",
+            "EVAL \"return redis.acl_check_cmd('set','b1','v')\" 0",
+        ],
+    );
+}

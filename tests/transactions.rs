@@ -334,3 +334,26 @@ fn error_statistics_count_transactions_refusals_and_scripts_like_redis() {
         assert_eq!(ours, redis, "INFO {section}");
     }
 }
+
+/// While EXEC runs its queue the client is still in MULTI, as in Redis: CLIENT INFO shows
+/// `flags=x multi=<n>`, and an AUTH that fails there is logged with context `multi`.
+#[test]
+fn a_client_running_exec_still_shows_as_in_multi() {
+    let mut d = common::diff::DiffPair::start();
+    let fields = |got: common::diff::Got, names: &[&str]| -> Vec<String> {
+        let text = String::from_utf8_lossy(&got.unwrap().raw).into_owned();
+        text.split([' ', '\n', '\r']).filter(|f| names.iter().any(|n| f.starts_with(n))).map(String::from).collect()
+    };
+    for side in [true, false] {
+        let call = |d: &mut common::diff::DiffPair, args: &[&str]| if side { d.redis_call(args) } else { d.ours_call(args) };
+        let _ = call(&mut d, &["MULTI"]);
+        let _ = call(&mut d, &["CLIENT", "INFO"]);
+        let _ = call(&mut d, &["AUTH", "nosuch", "x"]);
+        let exec = call(&mut d, &["EXEC"]);
+        assert_eq!(fields(exec, &["flags=", "multi="]), ["flags=x", "multi=2"], "redis: {side}");
+        let log = call(&mut d, &["ACL", "LOG", "1"]);
+        let text = String::from_utf8_lossy(&log.unwrap().raw).into_owned();
+        assert!(text.contains("context\r\n$5\r\nmulti\r\n"), "redis: {side}: {text}");
+        assert!(text.contains("flags=x") && text.contains("multi=2"), "redis: {side}: {text}");
+    }
+}

@@ -57,7 +57,8 @@ fn check_credentials(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]
         return true;
     }
     let username = String::from_utf8_lossy(user).into_owned();
-    log_denial(ctx, "auth", "toplevel", String::from_utf8_lossy(command).into_owned(), username);
+    let context = if ctx.client.exec_queued.is_some() { "multi" } else { "toplevel" };
+    log_denial(ctx, "auth", context, String::from_utf8_lossy(command).into_owned(), username);
     false
 }
 
@@ -214,7 +215,7 @@ pub fn client_line(c: &Client) -> String {
         (c.monitor, 'O'),
         (c.replica.is_some(), 'S'),
         (!(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()), 'P'),
-        (c.multi.is_some(), 'x'),
+        (c.multi.is_some() || c.exec_queued.is_some(), 'x'),
         (c.blocked.is_some(), 'b'),
         (tracking.is_some(), 't'),
         (tracking.is_some_and(|t| t.broken_redirect), 'R'),
@@ -226,7 +227,7 @@ pub fn client_line(c: &Client) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
-    let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
+    let multi = c.multi.as_ref().map(|q| q.len()).or(c.exec_queued).map_or(-1, |n| n as i64);
     format!(
         "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,

@@ -979,20 +979,22 @@ impl Executor {
         reply
     }
 
-    /// Checks the client's user may run `args` (command, keys, channels); a refusal is
-    /// logged (ACL LOG) and answered with Redis's text for where it happened.
-    pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
+    /// Whether the client's user may run `args` (command, keys, channels), nothing logged.
+    pub(crate) fn acl_verdict(&self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) -> Result<(), crate::acl::Denied> {
         if client.superuser || (self.server.acl.all_unrestricted && !client.acl_revoked) {
             return Ok(());
         }
         // A deleted user's client (closed after this batch) runs nothing more.
-        let denied = match self.server.acl.users.get(&client.user).filter(|_| !client.acl_revoked) {
-            Some(user) => match user.check(cmd, args) {
-                Ok(()) => return Ok(()),
-                Err(d) => d,
-            },
-            None => crate::acl::Denied::Command,
-        };
+        match self.server.acl.users.get(&client.user).filter(|_| !client.acl_revoked) {
+            Some(user) => user.check(cmd, args),
+            None => Err(crate::acl::Denied::Command),
+        }
+    }
+
+    /// Checks the client's user may run `args` (command, keys, channels); a refusal is
+    /// logged (ACL LOG) and answered with Redis's text for where it happened.
+    pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
+        let Err(denied) = self.acl_verdict(client, cmd, args) else { return Ok(()) };
         let (context, text) = if client.in_script {
             let text = match denied {
                 crate::acl::Denied::Command => "ERR The user executing the script can't run this command or subcommand",
@@ -1047,6 +1049,7 @@ impl Executor {
         } else {
             client.deny_blocking = true;
             client.in_exec = true;
+            client.exec_queued = Some(queued.len());
             let mut replies = Vec::with_capacity(queued.len());
             for (cmd, args) in &queued {
                 let mut r = self.execute_args(client, Args::Borrowed(args), Some(cmd));
@@ -1062,6 +1065,7 @@ impl Executor {
             }
             client.deny_blocking = false;
             client.in_exec = false;
+            client.exec_queued = None;
             Reply::Array(replies)
         };
         let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };

@@ -242,8 +242,12 @@ impl ScriptHost for ScriptBridge<'_> {
         self.exec.release_replies();
     }
 
-    fn command_exists(&mut self, argv: &[Bytes]) -> bool {
-        matches!(commands::resolve(argv), Resolved::Found(_) | Resolved::WrongArity(_))
+    fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool> {
+        let cmd = match commands::resolve(argv) {
+            Resolved::Found(cmd) | Resolved::WrongArity(cmd) => cmd,
+            Resolved::Unknown | Resolved::UnknownSubcommand => return None,
+        };
+        Some(self.exec.acl_verdict(self.client, cmd, argv).is_ok())
     }
 }
 

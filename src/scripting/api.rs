@@ -104,11 +104,9 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
             if argv.is_empty() {
                 return Err("Please specify at least one argument for this redis lib call".to_string());
             }
-            let known = with_host(|host| host.command_exists(&argv)).unwrap_or(false);
-            if !known {
-                return Err("Invalid command passed to redis.acl_check_cmd()".to_string());
-            }
-            Ok(true)
+            with_host(|host| host.acl_check_cmd(&argv))
+                .flatten()
+                .ok_or_else(|| "Invalid command passed to redis.acl_check_cmd()".to_string())
         })?,
     )?;
     for (name, value) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {

@@ -60,8 +60,9 @@ pub trait ScriptHost {
         resp: ProtocolVersion,
         repl: u8,
     ) -> Reply;
-    /// Whether `argv` names a known command (`redis.acl_check_cmd`).
-    fn command_exists(&mut self, argv: &[Bytes]) -> bool;
+    /// `redis.acl_check_cmd`: whether the script's user may run `argv`; `None` when it names
+    /// no known command.
+    fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool>;
     /// The script is past `busy-reply-threshold` and other clients were just let in: what
     /// they are owed goes out now (Redis flushes pending replies while a script is busy).
     fn busy(&mut self) {}
