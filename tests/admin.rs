@@ -292,7 +292,14 @@ fn hidden_parameters_are_not_listed_by_patterns() {
         &[
             "CONFIG GET key-load-delay",
             "CONFIG GET loading-process-events-interval-bytes",
-            "CONFIG GET *load*",
+            "CONFIG GET rdb-key-save-delay",
+            // Redis lists a pattern's matches in hash order.
+            "~~CONFIG GET *load*",
+            "~~CONFIG GET *delay*",
+            "CONFIG SET key-load-delay -5",
+            "CONFIG SET key-load-delay 99999999999",
+            "CONFIG SET rdb-key-save-delay 0",
+            "CONFIG SET loading-process-events-interval-bytes 10",
             "CONFIG SET key-load-delay 0",
         ],
     );
@@ -329,4 +336,20 @@ fn new_keys_start_at_the_lfu_initial_counter() {
             "CONFIG SET maxmemory-policy noeviction",
         ],
     );
+}
+
+/// INFO keyspace's avg_ttl is the mean time left of the keys with an expiry (Redis keeps an
+/// estimate of the same).
+#[test]
+fn keyspace_avg_ttl_is_the_mean_time_left() {
+    let server = Server::start(&[]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"SET", b"a", b"1", b"EX", b"100"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"SET", b"b", b"1", b"EX", b"200"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"SET", b"c", b"1"]), b"+OK\r\n");
+    let info = String::from_utf8(c.call(&[b"INFO", b"keyspace"])).unwrap();
+    let line = info.lines().find(|l| l.starts_with("db0:")).unwrap();
+    let avg: i64 = line.rsplit("avg_ttl=").next().unwrap().trim().parse().unwrap();
+    assert!((148_000..=150_000).contains(&avg), "{line}");
+    assert!(line.starts_with("db0:keys=3,expires=2,"), "{line}");
 }

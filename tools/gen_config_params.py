@@ -64,7 +64,9 @@ RANGES = {"port": (0, 65535), "tls-port": (0, 65535), "databases": (1, I32), "hz
           "min-replicas-max-lag": (0, I32), "min-replicas-to-write": (0, I32), "repl-diskless-sync-delay": (0, I32),
           "repl-diskless-sync-max-replicas": (0, I32), "repl-ping-replica-period": (1, I32), "repl-timeout": (1, I32),
           "replica-announce-port": (0, 65535), "replica-priority": (0, I32), "shutdown-timeout": (0, I32),
-          "tcp-keepalive": (0, I32), "tls-session-cache-size": (0, I32), "tls-session-cache-timeout": (0, I32)}
+          "tcp-keepalive": (0, I32), "tls-session-cache-size": (0, I32), "tls-session-cache-timeout": (0, I32),
+          "key-load-delay": (-I32 - 1, I32), "rdb-key-save-delay": (-I32 - 1, I32),
+          "loading-process-events-interval-bytes": (1024, I32)}
 IMMUTABLE = {"databases", "daemonize", "io-threads", "io-threads-do-reads", "pidfile", "unixsocket",
              "unixsocketperm", "logfile", "syslog-enabled", "syslog-ident", "syslog-facility", "supervised",
              "cluster-enabled", "cluster-config-file", "aclfile", "always-show-logo", "disable-thp",
@@ -82,8 +84,9 @@ def rs(s):
 
 
 # Hidden in CONFIG GET * but settable (Redis's test knobs): key-load-delay slows loading (us
-# per record) so tests can watch a load in progress.
-HIDDEN = ["key-load-delay\t0", "loading-process-events-interval-bytes\t2097152"]
+# per record) so tests can watch a load in progress; rdb-key-save-delay is accepted and has
+# no effect (there is no RDB save).
+HIDDEN = ["key-load-delay\t0", "loading-process-events-interval-bytes\t2097152", "rdb-key-save-delay\t0"]
 
 rows = []
 for line in list(open(sys.argv[1])) + HIDDEN:

@@ -261,9 +261,16 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");
+            let now = ctx.now_ms;
+            let mut seed = now as u64 | 1;
+            let mut rng = || {
+                seed = crate::util::xorshift(seed);
+                seed
+            };
             for (i, db) in ctx.ks.dbs.iter().enumerate() {
                 if !db.is_empty() {
-                    let _ = write!(out, "db{i}:keys={},expires={},avg_ttl=0\r\n", db.len(), db.volatile_len());
+                    let avg = db.avg_ttl_ms(now, &mut rng);
+                    let _ = write!(out, "db{i}:keys={},expires={},avg_ttl={avg}\r\n", db.len(), db.volatile_len());
                 }
             }
         }

@@ -31,7 +31,7 @@ pub const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
 /// Redis's HIDDEN_CONFIG test knobs: settable and readable by name, never listed by a
 /// pattern (CONFIG GET *) nor written by CONFIG REWRITE unless the file has them.
-pub const HIDDEN: &[&str] = &["key-load-delay", "loading-process-events-interval-bytes"];
+pub const HIDDEN: &[&str] = &["key-load-delay", "loading-process-events-interval-bytes", "rdb-key-save-delay"];
 
 /// One parameter's definition.
 #[derive(Debug)]

@@ -178,6 +178,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "unixsocketperm", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "0", mutable: false },
     Param { name: "zset-max-listpack-entries", aliases: &["zset-max-ziplist-entries"], kind: Kind::Int(0, 9223372036854775807), default: "128", mutable: true },
     Param { name: "zset-max-listpack-value", aliases: &["zset-max-ziplist-value"], kind: Kind::Memory(0, 9223372036854775807), default: "64", mutable: true },
-    Param { name: "key-load-delay", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "0", mutable: true },
-    Param { name: "loading-process-events-interval-bytes", aliases: &[], kind: Kind::Int(0, 9223372036854775807), default: "2097152", mutable: true },
+    Param { name: "key-load-delay", aliases: &[], kind: Kind::Int(-2147483648, 2147483647), default: "0", mutable: true },
+    Param { name: "loading-process-events-interval-bytes", aliases: &[], kind: Kind::Int(1024, 2147483647), default: "2097152", mutable: true },
+    Param { name: "rdb-key-save-delay", aliases: &[], kind: Kind::Int(-2147483648, 2147483647), default: "0", mutable: true },
 ];

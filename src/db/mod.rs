@@ -397,6 +397,24 @@ impl Db {
         self.keys.entry_at((rand % self.keys.len() as u64) as usize)
     }
 
+    /// INFO keyspace's `avg_ttl`: the mean time left (ms) of the keys with an expiry, over
+    /// all of them up to 64, else over 64 taken at random (Redis keeps a running estimate
+    /// from its expiry sampling; 0 when there is none).
+    pub fn avg_ttl_ms(&self, now_ms: i64, rng: &mut impl FnMut() -> u64) -> i64 {
+        let n = self.volatile.len();
+        let ttl = |k: &Key| self.keys.get(&k[..]).and_then(|e| e.expire_at()).map(|at| (at - now_ms).max(0));
+        let ttls: Vec<i64> = if n <= 64 {
+            self.volatile.keys().filter_map(ttl).collect()
+        } else {
+            (0..64).filter_map(|_| self.volatile.entry_at((rng() % n as u64) as usize).and_then(|(k, _)| ttl(k))).collect()
+        };
+        if ttls.is_empty() {
+            0
+        } else {
+            ttls.iter().sum::<i64>() / ttls.len() as i64
+        }
+    }
+
     pub fn random_volatile_key(&self, rand: u64) -> Option<&Key> {
         if self.volatile.is_empty() {
             return None;
