@@ -44,8 +44,9 @@ start
 rps() { # port pipeline args... (the last CSV row that is not -t lrange_100's LPUSH fill row)
   local p=$1 pl=$2 n=$N; shift 2
   # Pipelined rows run ten times the requests: at -P 16, 100,000 requests took 70-100 ms,
-  # short enough for one scheduler hiccup to move a row by 5-10%.
-  [ "$pl" = 1 ] || n=$((N * 10))
+  # short enough for one scheduler hiccup to move a row by 5-10%. (Not GEOSEARCH, which
+  # runs N/50 queries of milliseconds each: SCALE=1.)
+  [ "$pl" = 1 ] || n=$((N * ${SCALE:-10}))
   { "${CLIENT_CPU[@]}" redis-benchmark -p "$p" -c "$CLIENTS" -n "$n" -P "$pl" -r 100000 --csv "$@" 2>/dev/null || true; } | awk -F'"' 'NR > 1 && $2 !~ /needed to benchmark/ {v = $4} END {print v}'
 }
 row() { # label pipeline args...
@@ -85,7 +86,7 @@ for pl in $PIPELINES; do
   for t in lpush rpop lrange_100 sadd spop hset zadd; do row "$t" "$pl" -t "$t"; done
   row zrangebyscore "$pl" ZRANGEBYSCORE myzset 0 100000 LIMIT 0 10
   row geoadd "$pl" GEOADD geo 13.__rand_int__ 52.__rand_int__ m:__rand_int__
-  N=$(( N / 50 )) row geosearch_5km "$pl" GEOSEARCH geobig FROMLONLAT 13.4 52.5 BYRADIUS 5 km
+  SCALE=1 N=$(( N / 50 )) row geosearch_5km "$pl" GEOSEARCH geobig FROMLONLAT 13.4 52.5 BYRADIUS 5 km
 done
 
 [ "${SKIP_MEMORY:-0}" = 1 ] && exit 0
