@@ -322,17 +322,20 @@ fn intset(blob: &[u8]) -> Result<Vec<Bytes>, RdbError> {
     if !matches!(width, 2 | 4 | 8) || blob.len() != 8 + n.checked_mul(width).ok_or(BAD)? {
         return Err(BAD);
     }
-    Ok(blob[8..]
+    let values: Vec<i64> = blob[8..]
         .chunks(width)
-        .map(|c| {
-            let v = match width {
-                2 => i16::from_le_bytes([c[0], c[1]]) as i64,
-                4 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
-                _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
-            };
-            Bytes::from(v.to_string())
+        .map(|c| match width {
+            2 => i16::from_le_bytes([c[0], c[1]]) as i64,
+            4 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
+            _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
         })
-        .collect())
+        .collect();
+    // An intset is strictly ascending (Redis's deep sanitizer checks it; one that is not
+    // would break Redis's binary search, and a duplicate would change the set's size).
+    if values.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(BAD);
+    }
+    Ok(values.into_iter().map(|v| Bytes::from(v.to_string())).collect())
 }
 
 /// The elements of a listpack (Redis 7's compact list encoding).
@@ -622,6 +625,20 @@ mod tests {
         assert_eq!(decode_functions(&encode_str(b"x")), Err(FunctionPayloadError::NotFunction));
         assert_eq!(decode_functions(b"\n\x00"), Err(FunctionPayloadError::Rdb(RdbError::VersionOrChecksum)));
         assert_eq!(decode_functions(&encode_functions(std::iter::empty())).unwrap(), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn intsets_must_be_strictly_ascending() {
+        let blob = |vals: &[i16]| {
+            let mut b = vec![2, 0, 0, 0, vals.len() as u8, 0, 0, 0];
+            for v in vals {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b
+        };
+        assert_eq!(intset(&blob(&[1, 3, 5])).unwrap(), vec![Bytes::from("1"), Bytes::from("3"), Bytes::from("5")]);
+        assert_eq!(intset(&blob(&[5, 1, 3])), Err(BAD));
+        assert_eq!(intset(&blob(&[1, 1])), Err(BAD));
     }
 
     #[test]
