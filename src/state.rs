@@ -151,8 +151,6 @@ pub struct Client {
     /// Its user was deleted (or lost a channel it listens to): it is closed after this
     /// batch and may run nothing more meanwhile.
     pub acl_revoked: bool,
-    /// EXEC is running this client's queued commands.
-    pub in_exec: bool,
     /// Since when (ms) the client's queued output has been over its class's soft limit.
     pub soft_limit_since_ms: Option<i64>,
     /// CLIENT TRACKING settings (None: off).
@@ -194,8 +192,9 @@ pub struct Client {
     pub deny_oom_exempt: bool,
     /// Between MULTI and EXEC: the queued commands.
     pub multi: Option<Vec<QueuedCommand>>,
-    /// While EXEC runs its queue: how many commands it holds (the client still shows as
-    /// in MULTI, as in Redis: CLIENT LIST `flags=x multi=<n>`, ACL LOG context `multi`).
+    /// While EXEC runs this client's queue: how many commands it holds (the client still
+    /// shows as in MULTI, as in Redis: CLIENT LIST `flags=x multi=<n>`, ACL LOG context
+    /// `multi`). See [`Client::in_exec`].
     pub exec_queued: Option<usize>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub multi_dirty: bool,
@@ -268,6 +267,11 @@ impl Blocked {
 }
 
 impl Client {
+    /// EXEC is running this client's queued commands.
+    pub fn in_exec(&self) -> bool {
+        self.exec_queued.is_some()
+    }
+
     /// The protocol pushes to this client are encoded in: its connection's, even while a
     /// script of its own runs with another.
     pub fn push_proto(&self) -> ProtocolVersion {
@@ -296,7 +300,6 @@ impl Client {
             user: "default".into(),
             superuser: false,
             acl_revoked: false,
-            in_exec: false,
             soft_limit_since_ms: None,
             tracking: None,
             tracking_after_reply: Vec::new(),

@@ -271,6 +271,12 @@ fn debug_populate_matches_redis_and_is_logged() {
     let mut server = Server::start(&["--appendonly", "yes"]);
     let mut c = server.raw();
     assert_eq!(c.call(&[b"DEBUG", b"POPULATE", b"1000000000000"]), b"-ERR OOM in dictTryExpand\r\n");
+    assert_eq!(c.call(&[b"DEBUG", b"POPULATE", b"100000000", b"x", b"500000000"]), b"-ERR OOM in dictTryExpand\r\n");
+    assert_eq!(
+        c.call(&[b"DEBUG", b"POPULATE", b"1", b"x", b"9223372036854775807"]),
+        b"-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"
+    );
+    assert_eq!(c.call(&[b"DBSIZE"]), b":0\r\n");
     // What it creates is logged (Redis logs nothing of it): it is all there after a restart.
     assert_eq!(c.call(&[b"SET", b"big:7", b"mine"]), b"+OK\r\n");
     assert_eq!(c.call(&[b"DEBUG", b"POPULATE", b"2500", b"big", b"9"]), b"+OK\r\n");

@@ -236,7 +236,8 @@ impl Selector {
             self.set_category(cat, allow);
             return Ok(());
         }
-        // Redis's ACLSetSelector: the name is split at its last `|`.
+        // Redis's ACLSetSelector: a `+` rule's name is split at its last `|`; a `-` rule's
+        // is looked up whole (so `-select|0` names no command).
         let Some(bar) = name.iter().rposition(|&c| c == b'|').filter(|_| allow) else {
             return match lookup_path(name) {
                 Some(Named::Ours(cmd)) => {

@@ -586,10 +586,13 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only_cmd: bool) -> R
                 if op.op == FieldOp::Get {
                     return bitfield_read(data, op);
                 }
+                // At most 9 bytes (64 bits from any bit offset): copied on the stack.
                 let span = (op.offset / 8) as usize..=((op.offset + op.bits as u64 - 1) / 8) as usize;
-                let before = data[span.clone()].to_vec();
+                let mut before = [0u8; 9];
+                let width = span.clone().count();
+                before[..width].copy_from_slice(&data[span.clone()]);
                 let reply = bitfield_write(data, op);
-                if reply != Reply::Nil && (grown || data[span] != before[..]) {
+                if reply != Reply::Nil && (grown || data[span] != before[..width]) {
                     changes += 1;
                 }
                 reply

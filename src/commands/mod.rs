@@ -62,7 +62,6 @@ impl Ctx<'_> {
         self.client.db
     }
 
-    /// Counts a change to the dataset (Redis's `server.dirty`).
     /// After a change of users: other clients that lost their access go after this batch,
     /// and so does this one, right after its reply (Redis's CLIENT_CLOSE_AFTER_COMMAND: the
     /// rest of its pipeline is not run).
@@ -74,6 +73,7 @@ impl Ctx<'_> {
         }
     }
 
+    /// Counts a change to the dataset (Redis's `server.dirty`).
     pub fn dirty(&mut self, n: u64) {
         self.server.dirty += n;
     }

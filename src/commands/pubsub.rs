@@ -59,7 +59,7 @@ fn count(client: &Client, kind: Kind) -> i64 {
 fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Reply, CmdError> {
     // A client that expects one reply per command cannot subscribe (Redis lets SUBSCRIBE and
     // PSUBSCRIBE through inside EXEC, for backward compatibility, but not SSUBSCRIBE).
-    if ctx.client.deny_blocking && (!ctx.client.in_exec || matches!(kind, Kind::Shard)) {
+    if ctx.client.deny_blocking && (!ctx.client.in_exec() || matches!(kind, Kind::Shard)) {
         let name = String::from_utf8_lossy(&args[0]).to_uppercase();
         return Err(CmdError::Other(format!("ERR {name} isn't allowed for a DENY BLOCKING client").into()));
     }

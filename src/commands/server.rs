@@ -671,9 +671,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "    Show low level info about the key and associated value.",
             "POPULATE <count> [<prefix>] [<size>]",
             "    Create <count> string keys named key:<num>. If <prefix> is specified then",
-            "    it is used instead of the 'key' prefix. These are not propagated to",
-            "    replicas. Cluster slots are not respected so keys not belonging to the",
-            "    current node can be created in cluster mode.",
+            "    it is used instead of the 'key' prefix. These are logged (as MSETs), so",
+            "    they survive a restart and reach replicas.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -703,8 +702,7 @@ pub fn populate_value(j: u64, size: usize) -> Vec<u8> {
     v
 }
 
-/// The key DEBUG POPULATE `args` names `j`, and the value size it asked for.
-/// Redis formats it with `snprintf("%s:%lu")` into 128 bytes: the prefix ends at a zero
+/// The key DEBUG POPULATE `args` names number `j`. Redis formats it with `snprintf("%s:%lu")` into 128 bytes: the prefix ends at a zero
 /// byte and the key at 127 bytes.
 pub fn populate_key(args: &[Bytes], j: u64) -> Vec<u8> {
     let prefix: &[u8] = args.get(3).map_or(b"key", |p| &p[..]);
@@ -730,16 +728,21 @@ fn populate_arg(arg: &[u8]) -> Result<u64, CmdError> {
 /// (as MSETs, see `executor/persist.rs`), so it survives a restart and reaches replicas.
 fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let count = populate_arg(&args[2])?;
-    // Redis sizes the key table first and answers this when it cannot: a count whose keys
-    // could never fit in this machine's memory (at least 32 bytes each) fails the same way
-    // instead of filling memory until the process is killed.
-    if count.saturating_mul(32) > crate::util::total_memory().unwrap_or(u64::MAX) {
-        return Err(CmdError::other("ERR OOM in dictTryExpand"));
-    }
     let size = match args.get(4) {
-        Some(a) => populate_arg(a)? as usize,
+        Some(a) => populate_arg(a)?,
         None => 0,
     };
+    // A value is a string: no longer than one may be (Redis would try to allocate it).
+    if size as i128 > ctx.server.config.get_int("proto-max-bulk-len") as i128 {
+        return Err(CmdError::StringTooLong);
+    }
+    // Redis sizes the key table first and answers this when it cannot: keys that could
+    // never fit in this machine's memory (32 bytes each at least, plus their values) fail
+    // the same way instead of filling memory until the process is killed.
+    if count.saturating_mul(32 + size) > crate::util::total_memory().unwrap_or(u64::MAX) {
+        return Err(CmdError::other("ERR OOM in dictTryExpand"));
+    }
+    let size = size as usize;
     let (db, now) = (ctx.db(), ctx.now_ms);
     let watched = !ctx.server.watchers.is_empty() || ctx.server.tracking.clients > 0;
     let mut created = 0;

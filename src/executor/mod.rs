@@ -575,6 +575,15 @@ impl Executor {
         self.declared_flags(cmd, args).map(|f| !f.no_writes)
     }
 
+    /// Whether `test` holds for the command, or, for EXEC, for one of the commands it would
+    /// run: Redis adds the queued commands' flags to EXEC's (all or nothing).
+    fn any_to_run(client: &Client, cmd: &CommandSpec, args: &[Bytes], test: impl Fn(&CommandSpec, &[Bytes]) -> bool) -> bool {
+        match (cmd.name, client.multi.as_ref()) {
+            ("exec", Some(queue)) => queue.iter().any(|(c, a)| test(c, a)),
+            _ => test(cmd, args),
+        }
+    }
+
     /// Whether a command may run on a stale replica: its `stale` flag, or for a script that
     /// declares flags, its `allow-stale`.
     fn allowed_when_stale(&self, cmd: &CommandSpec, args: &[Bytes]) -> bool {
@@ -761,33 +770,19 @@ impl Executor {
         // Eviction runs before every command, as in Redis (a read too may find memory over).
         let oom = !self.loading && !self.within_maxmemory();
         // A script's declared flags decide for it (inside EXEC the script's own check does).
-        let deny_oom_one = |ex: &Self, client: &Client, cmd: &CommandSpec, args: &[Bytes]| match ex
-            .declared_flags(cmd, args)
-            .filter(|_| !client.in_exec)
-        {
+        let deny_oom = |c: &CommandSpec, a: &[Bytes]| match self.declared_flags(c, a).filter(|_| !client.in_exec()) {
             Some(f) => !(f.allow_oom || f.no_writes),
-            None => cmd.has(Flag::DenyOom),
+            None => c.has(Flag::DenyOom),
         };
-        // EXEC is refused (EXECABORT) when one of the commands it would run is, as Redis
-        // adds the queued commands' flags to EXEC's: all or nothing.
-        let deny_oom = |ex: &Self, client: &Client| match (cmd.name, client.multi.as_ref()) {
-            ("exec", Some(queue)) => queue.iter().any(|(c, a)| deny_oom_one(ex, client, c, a)),
-            _ => deny_oom_one(ex, client, cmd, args),
-        };
-        if oom && (queues || deny_oom(self, client)) && !client.deny_oom_exempt {
+        if oom && !client.deny_oom_exempt && (queues || Self::any_to_run(client, cmd, args, deny_oom)) {
             return self.refuse(client, cmd, Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // While the log cannot be written, writes are refused (reads go on); so are writes
-        // to a read-only replica, and writes without enough good replicas.
-        // Queued commands are checked as they arrive (a refusal dooms the transaction), and
-        // EXEC as the writes it would run.
+        // to a read-only replica, and writes without enough good replicas. Queued commands
+        // are checked as they arrive (a refusal dooms the transaction).
         if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
             let writes = |c: &CommandSpec, a: &[Bytes]| self.declared_writes(c, a).unwrap_or(c.has(Flag::Write));
-            let refused = match (cmd.name, client.multi.as_ref()) {
-                ("exec", Some(queue)) => queue.iter().any(|(c, a)| writes(c, a)),
-                _ => writes(cmd, args),
-            };
-            if refused {
+            if Self::any_to_run(client, cmd, args, writes) {
                 return self.refuse(client, cmd, refusal);
             }
         }
@@ -911,7 +906,8 @@ impl Executor {
                 self.log_command(client, cmd, args, &reply);
             }
         } else if !self.server.also_modified.is_empty() {
-            // A key signalled without a change (a no-op LTRIM): watchers and trackers only.
+            // A key signalled without a change (a no-op LTRIM): watchers and trackers only,
+            // for the keys listed (the name alone passed: no key positions added again).
             self.signal_modified(client, cmd, &args[..1]);
         } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
@@ -1004,7 +1000,7 @@ impl Executor {
                 crate::acl::Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
             };
             ("lua", text.to_string())
-        } else if client.in_exec {
+        } else if client.in_exec() {
             let reason = match denied {
                 crate::acl::Denied::Command => "no permission to execute the command or subcommand",
                 crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
@@ -1048,7 +1044,6 @@ impl Executor {
             Reply::NilArray
         } else {
             client.deny_blocking = true;
-            client.in_exec = true;
             client.exec_queued = Some(queued.len());
             let mut replies = Vec::with_capacity(queued.len());
             for (cmd, args) in &queued {
@@ -1064,7 +1059,6 @@ impl Executor {
                 replies.push(r);
             }
             client.deny_blocking = false;
-            client.in_exec = false;
             client.exec_queued = None;
             Reply::Array(replies)
         };

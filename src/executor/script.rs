@@ -174,7 +174,7 @@ impl Executor {
         if self.loading {
             return None;
         }
-        let top = !client.in_exec;
+        let top = !client.in_exec();
         if oom && !flags.allow_oom && !flags.no_writes {
             return Some(Reply::error(if top {
                 "OOM command not allowed when used memory > 'maxmemory'."
@@ -252,7 +252,9 @@ impl ScriptHost for ScriptBridge<'_> {
 }
 
 impl ScriptBridge<'_> {
-    /// Why a script may not run `cmd` now (Redis's checks in scriptCall, in its order).
+    /// Why a script may not run `cmd` now (Redis's checks in scriptCall, in its order). A
+    /// write that passes the write checks marks the script as writing here, before the
+    /// stale-replica check, as Redis sets SCRIPT_WRITE_DIRTY.
     fn refusal(&mut self, cmd: &'static CommandSpec, argv: &[Bytes]) -> Option<Reply> {
         if cmd.has(Flag::NoScript) {
             return Some(Reply::error("ERR This Redis command is not allowed from script"));

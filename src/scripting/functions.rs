@@ -324,8 +324,7 @@ pub fn metadata(code: &[u8]) -> Result<(String, usize), String> {
         return Err("ERR Missing library metadata".into());
     }
     let invalid = || "ERR Invalid library metadata".to_string();
-    // `strchr(code, '\n')` on a C string: a zero byte first means no line end.
-    let end = code.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| code[i] == b'\n').ok_or_else(invalid)?;
+    let end = super::shebang_end(code).ok_or_else(invalid)?;
     let parts = crate::protocol::split_args(&code[..end]).ok_or_else(invalid)?;
     let engine = parts.first().ok_or_else(invalid)?;
     let mut name: Option<&[u8]> = None;

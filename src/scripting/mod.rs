@@ -81,14 +81,19 @@ pub struct ScriptFlags {
     pub allow_cross_slot_keys: bool,
 }
 
+/// Where a shebang line ends (its `\n`), as Redis's `strchr(code, '\n')` finds it on a C
+/// string: a zero byte before it means there is none (EVAL shebangs and function libraries).
+pub(crate) fn shebang_end(code: &[u8]) -> Option<usize> {
+    code.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| code[i] == b'\n')
+}
+
 impl ScriptFlags {
     /// Parses the shebang line, if any (Redis's `evalExtractShebangFlags`).
     pub fn parse(body: &[u8]) -> Result<ScriptFlags, String> {
         if !body.starts_with(b"#!") {
             return Ok(ScriptFlags { compat: true, ..ScriptFlags::default() });
         }
-        // `strchr(body, '\n')` on a C string: a zero byte first means no line end.
-        let end = body.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| body[i] == b'\n').ok_or("Invalid script shebang")?;
+        let end = shebang_end(body).ok_or("Invalid script shebang")?;
         let parts = crate::protocol::split_args(&body[..end]).filter(|p| !p.is_empty()).ok_or("Invalid engine in script shebang")?;
         let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
         let Some(engine) = parts.first() else { return Err("Invalid engine in script shebang".into()) };
