@@ -467,6 +467,9 @@ pub struct ServerState {
     pub aof_info: Option<crate::aof::AofInfo>,
     /// Clients to disconnect after this batch (CLIENT KILL).
     pub kill_list: Vec<ClientId>,
+    /// Parked clients to answer after this command (CLIENT UNBLOCK): with the UNBLOCKED
+    /// error when `true`, as at their deadline otherwise.
+    pub unblock_list: Vec<(ClientId, bool)>,
     /// CLIENT PAUSE: until when, and whether all commands (or only writes) wait.
     pub pause: Option<(std::time::Instant, bool)>,
     /// Clients in MONITOR mode.
@@ -588,6 +591,7 @@ impl ServerState {
             repl_request: None,
             aof_info: None,
             kill_list: Vec::new(),
+            unblock_list: Vec::new(),
             watchers: HashMap::new(),
             pause: None,
             monitors: Vec::new(),

@@ -91,6 +91,8 @@ GROUPS = {
 
 
 def handler_name(module, name):
+    if (module, name) in HANDLERS:
+        return HANDLERS[(module, name)]
     fn = name.replace("|", "_").replace("-", "_")
     if fn in ("type", "move", "match"):
         fn += "_"
@@ -128,6 +130,7 @@ def entry(sock, module, name, info, docs, subs, indent):
 
 
 WANTED = set()
+HANDLERS = {}
 NEXT_ID = 0
 
 
@@ -136,8 +139,10 @@ def main():
     for line in open("tools/commands.txt"):
         line = line.strip()
         if line and not line.startswith("#"):
-            module, name = line.split()
+            module, name, *handler = line.split()
             wanted.append((module, name))
+            if handler:
+                HANDLERS[(module, name)] = handler[0]
             WANTED.add((module, name))
     sock = socket.create_connection(("127.0.0.1", PORT))
     tops = []

@@ -411,6 +411,35 @@ pub fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 }
 
 /// ```text
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+/// ```
+/// 1 when the client waits in a blocking command (BLPOP and friends, WAIT): it is answered
+/// after this command, as at its deadline or with the UNBLOCKED error. A client held by
+/// CLIENT PAUSE is not blocked in this sense.
+pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 4 {
+        return Err(super::subcommand_syntax_error(args));
+    }
+    // Redis checks the reason before the id.
+    let error = match args.get(3) {
+        None => false,
+        Some(r) if eq_ignore_case(r, "timeout") => false,
+        Some(r) if eq_ignore_case(r, "error") => true,
+        Some(_) => return Err(CmdError::other("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    let id = crate::util::parse_i64(&args[2]).ok_or(CmdError::NotInteger)?;
+    let blocked = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.server.clients.get(&id))
+        .is_some_and(|c| c.blocked.as_ref().is_some_and(|b| !b.keys.is_empty() || b.deadline_ms.is_some()) || c.wait_target.is_some());
+    if !blocked {
+        return Ok(Reply::Int(0));
+    }
+    ctx.server.unblock_list.push((id as u64, error));
+    Ok(Reply::Int(1))
+}
+
+/// ```text
 /// CLIENT NO-EVICT ON|OFF
 /// ```
 pub fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {

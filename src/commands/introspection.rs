@@ -117,20 +117,44 @@ pub fn command_docs(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdErro
 /// COMMAND GETKEYS command [arg ...]
 /// ```
 pub fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let inner = &args[2..];
-    let cmd = match super::resolve(inner) {
-        super::Resolved::Found(c) => c,
-        super::Resolved::WrongArity(_) => return Err(CmdError::other("ERR Invalid number of arguments specified for command")),
-        _ => return Err(CmdError::other("ERR Invalid command specified")),
-    };
-    if cmd.key_specs.is_empty() {
-        return Err(CmdError::other("ERR The command has no key arguments"));
-    }
+    let (cmd, inner) = keyed_command(args)?;
     let keys = super::keyspec::getkeys(cmd, inner);
     if keys.is_empty() && !cmd.has(super::Flag::NoMandatoryKeys) {
         return Err(CmdError::other("ERR Invalid arguments specified for command"));
     }
     Ok(Reply::Array(keys.into_iter().map(|i| Reply::Bulk(inner[i].clone())).collect()))
+}
+
+/// ```text
+/// COMMAND GETKEYSANDFLAGS command [arg ...]
+/// ```
+pub fn command_getkeysandflags(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let (cmd, inner) = keyed_command(args)?;
+    let keys = super::keyspec::getkeys_and_flags(cmd, inner);
+    if keys.is_empty() && !cmd.has(super::Flag::NoMandatoryKeys) {
+        return Err(CmdError::other("ERR Invalid arguments specified for command"));
+    }
+    let flags = |f: Vec<&'static str>| Reply::Set(f.into_iter().map(|s| Reply::Status(s.into())).collect());
+    Ok(Reply::Array(keys.into_iter().map(|(i, f)| Reply::Array(vec![Reply::Bulk(inner[i].clone()), flags(f)])).collect()))
+}
+
+/// The command COMMAND GETKEYS[ANDFLAGS] asks about, and its argv; Redis's errors in Redis's
+/// order: an unknown command, a command without key arguments (its key specs all name
+/// something else, as SPUBLISH's channel), then a wrong arity.
+fn keyed_command(args: &[Bytes]) -> Result<(&'static CommandSpec, &[Bytes]), CmdError> {
+    let inner = &args[2..];
+    let (cmd, arity_ok) = match super::resolve(inner) {
+        super::Resolved::Found(c) => (c, true),
+        super::Resolved::WrongArity(c) => (c, false),
+        _ => return Err(CmdError::other("ERR Invalid command specified")),
+    };
+    if !super::keyspec::has_keys(cmd) {
+        return Err(CmdError::other("ERR The command has no key arguments"));
+    }
+    if !arity_ok {
+        return Err(CmdError::other("ERR Invalid number of arguments specified for command"));
+    }
+    Ok((cmd, inner))
 }
 
 /// ```text

@@ -38,6 +38,11 @@ fn spec_flag(spec: &Doc, name: &str) -> bool {
     matches!(field(spec, "flags"), Some(Doc::Arr(f)) if f.iter().any(|x| matches!(x, Doc::Str(s) if *s == name)))
 }
 
+/// Whether one of the command's key specs names keys (Redis's `doesCommandHaveKeys`).
+pub fn has_keys(cmd: &CommandSpec) -> bool {
+    cmd.key_specs.iter().any(|spec| !spec_flag(spec, "not_key"))
+}
+
 /// The access a key spec's flags give (`KEY_READ` | `KEY_WRITE`).
 fn access(spec: &Doc) -> u8 {
     let mut out = 0;
@@ -149,10 +154,15 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
 /// too-large key count, a spec marked incomplete or of unknown start) the command's own key
 /// finder (Redis's `*GetKeys` procedures) decides, and finds nothing for a bad key count.
 pub fn getkeys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
-    strict_spec_keys(cmd, args).unwrap_or_else(|| finder_keys(cmd.name, args))
+    match strict_spec_keys(cmd, args) {
+        Some(keys) => keys.into_iter().map(|(i, _)| i).collect(),
+        None => finder_keys(cmd.name, args),
+    }
 }
 
-fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+/// The key positions the specs give, each with the spec that gave it; `None` when a spec
+/// cannot be followed.
+fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<(usize, &'static Doc)>> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
     for spec in cmd.key_specs {
@@ -167,9 +177,46 @@ fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
         if last >= argc || last < first || first >= argc {
             return None;
         }
-        out.extend((first..=last).step_by(step as usize).map(|i| i as usize));
+        out.extend((first..=last).step_by(step as usize).map(|i| (i as usize, spec)));
     }
     Some(out)
+}
+
+/// COMMAND GETKEYSANDFLAGS: each key position with the flags Redis 7.0 prints for it. Where
+/// the specs give the key, the spec's flags; where Redis's own key finder does (SET and
+/// BITFIELD, whose flags vary, and specs that cannot be followed), the flags that finder sets:
+/// SORT's and MIGRATE's, and none from the generic key-count finder.
+pub fn getkeys_and_flags(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, Vec<&'static str>)> {
+    const RO_ACCESS: &[&str] = &["RO", "access"];
+    const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+    const OW_UPDATE: &[&str] = &["OW", "update"];
+    let fixed = |i: usize, flags: &[&'static str]| vec![(i, flags.to_vec())];
+    match cmd.name {
+        "set" if args.iter().skip(3).any(|a| eq_ignore_case(a, "get")) => return fixed(1, RW_ACCESS_UPDATE),
+        "set" => return fixed(1, OW_UPDATE),
+        "bitfield" if bitfield_read_only(args) => return fixed(1, RO_ACCESS),
+        "bitfield" => return fixed(1, RW_ACCESS_UPDATE),
+        _ => {}
+    }
+    if let Some(keys) = strict_spec_keys(cmd, args) {
+        let flags = |spec: &'static Doc| match field(spec, "flags") {
+            Some(Doc::Arr(f)) => f.iter().filter_map(|x| if let Doc::Str(s) = x { Some(*s) } else { None }).collect(),
+            _ => Vec::new(),
+        };
+        return keys.into_iter().map(|(i, spec)| (i, flags(spec))).collect();
+    }
+    finder_keys(cmd.name, args)
+        .into_iter()
+        .map(|i| {
+            let flags: &[&str] = match cmd.name {
+                "sort" | "sort_ro" if i == 1 => RO_ACCESS,
+                "sort" | "sort_ro" => OW_UPDATE,
+                "migrate" => &["RW", "access", "delete"],
+                _ => &[],
+            };
+            (i, flags.to_vec())
+        })
+        .collect()
 }
 
 /// Redis's `genericGetKeys`: `atoi` of the key count, no keys when it is out of range.
@@ -185,7 +232,8 @@ fn counted_keys(args: &[Bytes], store: Option<usize>, count_at: usize, first: us
     if num < 1 || num > args.len().saturating_sub(first) as i64 {
         return Vec::new();
     }
-    store.into_iter().chain(first..first + num as usize).collect()
+    // The store key comes last, as `genericGetKeys` lists it.
+    (first..first + num as usize).chain(store).collect()
 }
 
 /// The key finders of the commands whose specs can fail (Redis's `*GetKeys`).

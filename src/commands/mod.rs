@@ -8,6 +8,7 @@
 mod access;
 mod acl;
 mod bitmaps;
+mod cluster;
 pub mod connection;
 mod diagnostics;
 mod dump;

@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::commands::BlockRequest;
+use crate::protocol::Reply;
 use crate::state::{Blocked, Client, ClientId};
 
 impl Executor {
@@ -126,22 +127,40 @@ impl Executor {
                 break;
             }
             self.timeouts.pop_first();
-            let Some(mut client) = self.server.clients.remove(&id) else { continue };
-            if let Some(blocked) = client.blocked.take() {
-                self.unpark(id, &blocked);
-                // WAIT answers how many replicas acknowledged by now.
-                let reply = match client.wait_target.take() {
-                    Some((offset, _)) => {
-                        self.waiting_acks.retain(|w| *w != id);
-                        crate::protocol::Reply::Int(self.server.acked_replicas(offset) as i64)
-                    }
-                    None => blocked.timeout_reply.clone(),
-                };
-                self.emit(&mut client, &reply);
-                self.resume_after_block(&mut client, blocked);
-            }
-            self.server.clients.insert(id, client);
+            self.answer_parked(id, None);
         }
         self.serve_ready();
+    }
+
+    /// CLIENT UNBLOCK: answers the clients it named (after the command, as Redis answers them
+    /// from within it) and runs the rest of their pipelines.
+    pub(super) fn serve_unblocks(&mut self) {
+        for (id, error) in std::mem::take(&mut self.server.unblock_list) {
+            // Redis 7.0 counts the unblocked command as failed, TIMEOUT or ERROR.
+            let blocked = self.server.clients.get(&id).and_then(|c| c.blocked.as_ref());
+            if let Some(crate::commands::Resolved::Found(cmd)) = blocked.map(|b| crate::commands::resolve(&b.cmds[b.index])) {
+                self.server.stats.command(cmd.id).failed_calls += 1;
+            }
+            let error = error.then(|| Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
+            self.answer_parked(id, error);
+        }
+        self.serve_ready();
+    }
+
+    /// Answers a parked client with `reply`, or with its command's timeout reply (WAIT: how
+    /// many replicas acknowledged by now), and resumes its pipeline.
+    fn answer_parked(&mut self, id: ClientId, reply: Option<Reply>) {
+        let Some(mut client) = self.server.clients.remove(&id) else { return };
+        if let Some(blocked) = client.blocked.take() {
+            self.unpark(id, &blocked);
+            let acked = client.wait_target.take().map(|(offset, _)| {
+                self.waiting_acks.retain(|w| *w != id);
+                Reply::Int(self.server.acked_replicas(offset) as i64)
+            });
+            let reply = reply.or(acked).unwrap_or_else(|| blocked.timeout_reply.clone());
+            self.emit(&mut client, &reply);
+            self.resume_after_block(&mut client, blocked);
+        }
+        self.server.clients.insert(id, client);
     }
 }

@@ -436,6 +436,9 @@ impl Executor {
                 self.finish_step(&mut client);
                 self.server.clients.insert(id, client);
                 self.serve_ready();
+                if !self.server.unblock_list.is_empty() {
+                    self.serve_unblocks();
+                }
                 if !self.postponed.is_empty() && self.server.pause.is_none() {
                     self.resume_postponed();
                 }
