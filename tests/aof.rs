@@ -783,3 +783,93 @@ fn always_replies_wait_for_a_sync_that_covers_their_write() {
     s.restart(&[]);
     assert_eq!(digest(&mut s.client()), expected);
 }
+
+/// A script whose outcome rests on more than its text, its keys and the data is logged as its
+/// effects: a replay runs as the loader (no ACL user), with the settings of the restart, no
+/// subscribers and a fresh Lua state, and would not do the same. Each case is checked in the
+/// log and after kill -9 and a restart; deterministic scripts (data errors included) stay one
+/// EVAL record.
+#[test]
+fn scripts_that_depend_on_more_than_the_data_are_logged_as_their_effects() {
+    let mut s = Server::start(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    // Refused half-way by ACL: what ran before the refusal stays, nothing after it.
+    let _: () = q(&mut c, &["ACL", "SETUSER", "u", "on", ">p", "~a*", "+@all"]);
+    let mut u = s.client();
+    let _: () = q(&mut u, &["AUTH", "u", "p"]);
+    let denied = redis::cmd("EVAL")
+        .arg("redis.call('SET','a1','x') redis.call('SET','b1','y') redis.call('SET','a2','z')")
+        .arg(0)
+        .query::<()>(&mut u);
+    assert!(denied.is_err_and(|e| e.to_string().contains("can't access")));
+    // What the caller's user may do, written down.
+    let _: () = q(&mut u, &["EVAL", "redis.call('SET', 'acl_verdict', tostring(redis.acl_check_cmd('set', 'b1', 'v')))", "0"]);
+    // Failed for the proto-max-bulk-len of the moment.
+    let _: () = q(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]);
+    let too_big = redis::cmd("EVAL")
+        .arg("redis.call('SET', KEYS[1], 'x') redis.call('SETRANGE', KEYS[2], 2000000, 'x') redis.call('SET', KEYS[3], 'y')")
+        .arg(3)
+        .arg(&["c0", "c1", "c2"])
+        .query::<()>(&mut c);
+    assert!(too_big.is_err());
+    let _: () = q(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "512mb"]);
+    // A subscriber count, a memory figure, a Lua address, the collector's figures.
+    let mut sub = s.raw();
+    sub.cmd(&[b"SUBSCRIBE", b"ch"]);
+    let _ = sub.read_reply();
+    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], redis.call('PUBLISH', 'ch', 'hi'))", "1", "receivers"]);
+    let _: () = q(&mut c, &["SET", "big", &"x".repeat(5000)]);
+    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], redis.call('MEMORY', 'USAGE', KEYS[2]))", "2", "mem", "big"]);
+    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], tostring({}))", "1", "addr"]);
+    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], collectgarbage('count'))", "1", "gc"]);
+    // Deterministic, data errors and all: one EVAL record each.
+    let _: () = q(&mut c, &["SET", "str", "v"]);
+    let det = "redis.pcall('LPUSH', 'str', 'x') redis.call('SET', KEYS[1], tostring(42) .. tostring(nil))";
+    let _: () = q(&mut c, &["EVAL", det, "1", "det"]);
+    let recs = records(&last_incr(&s));
+    let evals: Vec<&String> = recs.iter().filter(|r| r.contains("EVAL ") || r.contains("eval ")).collect();
+    assert_eq!(evals.len(), 1, "only the deterministic script is logged whole: {recs:?}");
+    assert!(evals[0].contains("tostring(42)"), "{recs:?}");
+    for (key, value) in [("a1", "x"), ("c0", "x"), ("receivers", "1")] {
+        assert!(recs.iter().any(|r| r == &format!("SET {key} {value}")), "{key} as an effect: {recs:?}");
+    }
+    let before: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det"]
+        .iter()
+        .map(|k| q(&mut c, &["GET", k]))
+        .collect();
+    assert_eq!(before[..8], [Some("x".into()), None, None, Some("false".into()), Some("x".into()), None, None, Some("1".into())]);
+    assert_eq!(before[11].as_deref(), Some("42nil"));
+    drop(sub);
+    s.kill9();
+    s.restart(&["--appendfsync", "always"]);
+    let mut c = s.client();
+    let after: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det"]
+        .iter()
+        .map(|k| q(&mut c, &["GET", k]))
+        .collect();
+    assert_eq!(after, before);
+}
+
+/// What was accepted under a raised proto-max-bulk-len is applied again by a restart with a
+/// lower one: the loader is not held to the limit (Redis's `mustObeyClient`), for commands
+/// and for scripts logged whole.
+#[test]
+fn a_restart_with_a_lower_proto_max_bulk_len_replays_what_was_accepted() {
+    let mut s = Server::start(&["--appendfsync", "always", "--proto-max-bulk-len", "1mb"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "4mb"]);
+    let _: i64 = q(&mut c, &["SETRANGE", "plain", "2000000", "x"]);
+    let _: i64 = q(&mut c, &["EVAL", "return redis.call('SETRANGE', KEYS[1], 3000000, 'y')", "1", "scripted"]);
+    let _: i64 = q(&mut c, &["SETBIT", "bits", "20000000", "1"]);
+    let recs = records(&last_incr(&s));
+    assert!(recs.iter().any(|r| r.contains("EVAL return redis.call('SETRANGE'")), "a deterministic success stays whole: {recs:?}");
+    s.kill9();
+    s.restart(&["--appendfsync", "always", "--proto-max-bulk-len", "1mb"]);
+    let mut c = s.client();
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "plain"]), 2_000_001);
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "scripted"]), 3_000_001);
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "bits"]), 2_500_001);
+    assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "bits"]), 1);
+    // The limit still holds for clients.
+    assert!(redis::cmd("SETRANGE").arg("plain").arg(2_000_000).arg("x").query::<i64>(&mut c).is_err());
+}

@@ -52,7 +52,12 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_
     }
 }
 
+/// proto-max-bulk-len, which the log loader and a primary's stream are not held to (Redis's
+/// `mustObeyClient`): what was accepted once is applied again whatever the setting now.
 fn max_bulk_len(ctx: &Ctx<'_>) -> i128 {
+    if ctx.client.superuser {
+        return i128::MAX;
+    }
     ctx.server.config.get_int("proto-max-bulk-len") as i128
 }
 

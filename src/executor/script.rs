@@ -25,6 +25,21 @@ const SORTED_FOR_SCRIPT: &[&str] = &["smembers", "sinter", "sunion", "sdiff", "h
 /// The `set_repl` targets of a deletion effect: the log and replicas, always.
 const DELETION_REPL: u8 = 3;
 
+/// Commands without Redis's nondeterministic tip whose result a replay would not reproduce.
+const STATE_DEPENDENT: &[&str] = &["publish", "spublish", "memory|usage", "dbsize"];
+
+/// Errors of `redis.call` that the script's text and the data alone decide (a replay of the
+/// whole script meets them again). Any other error makes the script random-dirty.
+const DETERMINISTIC_ERRORS: &[&str] = &[
+    "WRONGTYPE ",
+    "ERR Unknown Redis command called from script",
+    "ERR Wrong number of args calling Redis command from script",
+    "ERR This Redis command is not allowed from script",
+    "ERR syntax error",
+    "ERR value is not an integer or out of range",
+    "ERR value is not a valid float",
+];
+
 /// What the script rules do with a command's call, worked out once per command.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ScriptClass {
@@ -35,7 +50,9 @@ enum ScriptClass {
     SortedPairs,
     /// Its result is not a function of the dataset and the script's frozen time: calling it
     /// makes the script random-dirty. TTL/PTTL are not (time is frozen and travels with the
-    /// record).
+    /// record). Besides the commands Redis tips as nondeterministic, those whose result
+    /// comes from state the log does not replay: subscribers (PUBLISH and PUBSUB), memory
+    /// figures, and DBSIZE (it counts expired keys that active expiry has not deleted yet).
     Random,
 }
 
@@ -51,7 +68,10 @@ fn script_class(cmd: &CommandSpec) -> ScriptClass {
                 ScriptClass::Sorted
             } else if c.name == "hgetall" {
                 ScriptClass::SortedPairs
-            } else if !matches!(c.name, "ttl" | "pttl") && c.tips.iter().any(|t| t.starts_with("nondeterministic_output")) {
+            } else if (!matches!(c.name, "ttl" | "pttl") && c.tips.iter().any(|t| t.starts_with("nondeterministic_output")))
+                || STATE_DEPENDENT.contains(&c.name)
+                || c.name.starts_with("pubsub|")
+            {
                 ScriptClass::Random
             } else {
                 ScriptClass::Plain
@@ -207,6 +227,46 @@ impl Executor {
 
 impl ScriptHost for ScriptBridge<'_> {
     fn call(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
+        let reply = self.dispatch(argv, cached, resp, repl);
+        // An error may come from what a replay of the whole script would not meet: the
+        // caller's ACL rights, the settings of the moment (proto-max-bulk-len, maxmemory), a
+        // replica's link. The script is then logged as its effects, what it did here; only
+        // errors that the script and the data alone decide keep it one record.
+        if let Reply::Error(text) = &reply {
+            if !DETERMINISTIC_ERRORS.iter().any(|e| text.starts_with(e)) {
+                self.outcome.random_dirty = true;
+            }
+        }
+        reply
+    }
+
+    /// Replies of other clients produced earlier in this batch (and those the busy answers
+    /// added) leave while the script is busy, not only after it; the log is written first,
+    /// with nothing of the running script in it (its record comes when it ends).
+    fn busy(&mut self) {
+        self.exec.release_replies();
+    }
+
+    /// The answer depends on the caller's user, which a replay does not have.
+    fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool> {
+        self.outcome.random_dirty = true;
+        let cmd = match commands::resolve(argv) {
+            Resolved::Found(cmd) | Resolved::WrongArity(cmd) => cmd,
+            Resolved::Unknown | Resolved::UnknownSubcommand => return None,
+        };
+        Some(self.exec.acl_verdict(self.client, cmd, argv).is_ok())
+    }
+
+    /// The script read something of the Lua state (an address, the collector's figures).
+    fn nondeterministic(&mut self) {
+        self.outcome.random_dirty = true;
+    }
+}
+
+impl ScriptBridge<'_> {
+    /// `redis.call`/`redis.pcall`: the command resolved, checked against the script rules,
+    /// then run.
+    fn dispatch(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
         if self.exec.server.script_watch.must_abort() {
             return Reply::error("ERR Script killed by user with SCRIPT KILL...");
         }
@@ -235,23 +295,6 @@ impl ScriptHost for ScriptBridge<'_> {
         self.run(cmd, argv, resp, repl)
     }
 
-    /// Replies of other clients produced earlier in this batch (and those the busy answers
-    /// added) leave while the script is busy, not only after it; the log is written first,
-    /// with nothing of the running script in it (its record comes when it ends).
-    fn busy(&mut self) {
-        self.exec.release_replies();
-    }
-
-    fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool> {
-        let cmd = match commands::resolve(argv) {
-            Resolved::Found(cmd) | Resolved::WrongArity(cmd) => cmd,
-            Resolved::Unknown | Resolved::UnknownSubcommand => return None,
-        };
-        Some(self.exec.acl_verdict(self.client, cmd, argv).is_ok())
-    }
-}
-
-impl ScriptBridge<'_> {
     /// Why a script may not run `cmd` now (Redis's checks in scriptCall, in its order). A
     /// write that passes the write checks marks the script as writing here, before the
     /// stale-replica check, as Redis sets SCRIPT_WRITE_DIRTY.

@@ -66,6 +66,9 @@ pub trait ScriptHost {
     /// The script is past `busy-reply-threshold` and other clients were just let in: what
     /// they are owed goes out now (Redis flushes pending replies while a script is busy).
     fn busy(&mut self) {}
+    /// The script read something a replay of it would not read the same (an address from
+    /// `tostring`, the collector's figures): it must be logged as its effects.
+    fn nondeterministic(&mut self) {}
 }
 
 /// The flags of a script's `#!lua flags=...` line.

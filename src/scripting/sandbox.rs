@@ -178,6 +178,12 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
         globals.raw_set(name, Value::Nil)?;
     }
     install_random(&lua)?;
+    // SAFETY: each wrapper follows the Lua C API contract (see their comments).
+    unsafe {
+        watch_global(&lua, "tostring", watched_tostring)?;
+        watch_global(&lua, "collectgarbage", watched_collectgarbage)?;
+        watch_global(&lua, "gcinfo", watched_gcinfo)?;
+    }
     super::api::install(&lua)?;
     super::libs::install(&lua)?;
     lua.load(ERROR_HANDLER).set_name("=[error handler]").exec()?;
@@ -214,6 +220,75 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     super::convert::install_reply_fields(&lua)?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok((lua, runner))
+}
+
+/// Replaces the global `name` with `wrapper`, a C closure holding the original as upvalue 1.
+///
+/// # Safety
+/// `wrapper` must leave the stack as a C function returning its results would.
+unsafe fn watch_global(lua: &Lua, name: &str, wrapper: ffi::lua_CFunction) -> mlua::Result<()> {
+    let globals = lua.globals();
+    let original: Function = globals.raw_get(name)?;
+    // SAFETY: one value (the original) is on the stack; it becomes the closure's upvalue and
+    // the closure is the one result.
+    let wrapped = unsafe { lua.exec_raw::<Function>(original, |state| ffi::lua_pushcclosure(state, wrapper, 1)) }?;
+    globals.raw_set(name, wrapped)
+}
+
+/// Calls upvalue 1 (the original function) with this call's arguments, all results kept.
+unsafe fn call_original(state: *mut ffi::lua_State) -> c_int {
+    let nargs = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    ffi::lua_gettop(state)
+}
+
+/// `tostring`: a table, function, thread or userdata without `__tostring` prints as its
+/// address, which a replay of the script would not see again: the run is marked
+/// nondeterministic (logged as its effects). The argument check comes first, here, so its
+/// error names `tostring` as Lua's own does.
+unsafe extern "C-unwind" fn watched_tostring(state: *mut ffi::lua_State) -> c_int {
+    // No Rust value with a destructor lives in this frame: an argument error's longjmp is safe.
+    ffi::luaL_checkany(state, 1);
+    let addressed = matches!(
+        ffi::lua_type(state, 1),
+        ffi::LUA_TTABLE | ffi::LUA_TFUNCTION | ffi::LUA_TUSERDATA | ffi::LUA_TLIGHTUSERDATA | ffi::LUA_TTHREAD
+    );
+    if addressed {
+        if ffi::luaL_getmetafield(state, 1, c"__tostring".as_ptr()) != ffi::LUA_TNIL {
+            ffi::lua_settop(state, -2);
+        } else {
+            super::api::with_host(|host| host.nondeterministic());
+        }
+    }
+    call_original(state)
+}
+
+/// `collectgarbage`: its figures (and whether a step finished a cycle) depend on the Lua
+/// state's history, not on the script: the run is marked nondeterministic. The options are
+/// checked here first, so errors name `collectgarbage`.
+unsafe extern "C-unwind" fn watched_collectgarbage(state: *mut ffi::lua_State) -> c_int {
+    const OPTIONS: [*const c_char; 8] = [
+        c"stop".as_ptr(),
+        c"restart".as_ptr(),
+        c"collect".as_ptr(),
+        c"count".as_ptr(),
+        c"step".as_ptr(),
+        c"setpause".as_ptr(),
+        c"setstepmul".as_ptr(),
+        std::ptr::null(),
+    ];
+    ffi::luaL_checkoption(state, 1, c"collect".as_ptr(), OPTIONS.as_ptr());
+    ffi::luaL_optinteger(state, 2, 0);
+    super::api::with_host(|host| host.nondeterministic());
+    call_original(state)
+}
+
+/// `gcinfo`: the Lua state's memory in KB (see `watched_collectgarbage`).
+unsafe extern "C-unwind" fn watched_gcinfo(state: *mut ffi::lua_State) -> c_int {
+    super::api::with_host(|host| host.nondeterministic());
+    call_original(state)
 }
 
 /// `math.random` and `math.randomseed` on the per-run lrand48 state.
