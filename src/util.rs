@@ -56,6 +56,15 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// An I/O error as C's `strerror` words it (Rust's text adds " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 /// Redis's `string2d` (strtod, no leading space, no trailing garbage, no NaN).
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
     let mut out = 0f64;
@@ -273,6 +282,13 @@ pub fn sds_repr(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strerror_is_c_text() {
+        let e = std::fs::read("/nonexistent/file").unwrap_err();
+        assert_eq!(strerror(&e), "No such file or directory");
+        assert_eq!(strerror(&std::io::Error::other("plain")), "plain");
+    }
 
     #[test]
     fn integers_format_as_to_string_does() {

@@ -4,12 +4,6 @@
 pub const REDIS_ONLY: &[&str] = &[
     "failover",
     "lolwut",
-    "module",
-    "module|help",
-    "module|list",
-    "module|load",
-    "module|loadex",
-    "module|unload",
     "pfdebug",
     "pfselftest",
     "restore-asking",

@@ -211,3 +211,18 @@ pub const LATENCY: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
+
+#[rustfmt::skip]
+pub const MODULE: &[&str] = &[
+    "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LIST",
+    "    Return a list of loaded modules.",
+    "LOAD <path> [<arg> ...]",
+    "    Load a module library from <path>, passing to it any optional arguments.",
+    "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+    "UNLOAD <name>",
+    "    Unload a module.",
+    "HELP",
+    "    Prints this help.",
+];

@@ -22,6 +22,7 @@ mod introspection;
 mod keys;
 pub mod keyspec;
 mod lists;
+mod module;
 pub mod pubsub;
 mod replication;
 pub mod scripting;

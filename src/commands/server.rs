@@ -283,20 +283,22 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
 /// ```
 pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut pairs: Vec<(Reply, Reply)> = Vec::new();
+    // Keyed by the name matched (a parameter's own or an alias: Redis lists both when both
+    // are asked for), case-insensitively.
     let mut seen = std::collections::HashSet::new();
     for pattern in &args[2..] {
         // A plain name (no glob characters) is looked up directly and echoed as typed.
         if !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
             let name = String::from_utf8_lossy(pattern);
             if let Some(param) = Config::param(&name) {
-                if seen.insert(param.name) {
+                if seen.insert(name.to_ascii_lowercase()) {
                     pairs.push((Reply::Bulk(pattern.clone()), Reply::bulk_string(ctx.server.config.get(param.name).to_string())));
                 }
             }
             continue;
         }
         for (name, value) in ctx.server.config.matching(pattern) {
-            if seen.insert(name) {
+            if seen.insert(name.to_string()) {
                 pairs.push((Reply::bulk(name.as_bytes()), Reply::bulk_string(value)));
             }
         }
@@ -307,38 +309,59 @@ pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
 /// ```text
 /// CONFIG SET parameter value [parameter value ...]
 /// ```
-/// All or nothing: every pair is validated on a copy before any takes effect.
+/// All or nothing, in Redis's two passes: the names first (unknown, immutable, protected,
+/// given twice: the first problem in argument order), then every value on a copy before any
+/// takes effect. A parameter and its alias are two names, as in Redis (the later one wins).
 pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
-    let mut staged: Config = ctx.server.config.clone();
+    let failed = |name: &str, reason: &str| {
+        CmdError::Other(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}").into())
+    };
+    let pairs: Vec<(String, String)> = args[2..]
+        .chunks(2)
+        .map(|pair| (String::from_utf8_lossy(&pair[0]).into_owned(), String::from_utf8_lossy(&pair[1]).into_owned()))
+        .collect();
+    // Pass 1: the names. An unknown name anywhere is reported unless an earlier name failed.
+    let mut problem: Option<CmdError> = None;
+    let mut given: Vec<String> = Vec::new();
     let mut names: Vec<&'static str> = Vec::new();
-    for pair in args[2..].chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]).into_owned();
-        let value = String::from_utf8_lossy(&pair[1]).into_owned();
-        let Some(param) = Config::param(&name) else {
-            return Err(CmdError::Other(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'").into()));
+    for (name, _) in &pairs {
+        let Some(param) = Config::param(name) else {
+            return Err(problem.unwrap_or_else(|| {
+                CmdError::Other(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'").into())
+            }));
         };
-        if names.contains(&param.name) {
-            return Err(CmdError::Other(
-                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter").into(),
-            ));
+        let lower = name.to_ascii_lowercase();
+        if problem.is_none() {
+            if !param.mutable {
+                problem = Some(failed(name, "can't set immutable config"));
+            } else if crate::config::PROTECTED.contains(&param.name) && !allowed_by(ctx, "enable-protected-configs") {
+                // Where files go is for the configuration file alone, unless it says otherwise.
+                problem = Some(failed(name, "can't set protected config"));
+            } else if given.contains(&lower) {
+                problem = Some(failed(name, "duplicate parameter"));
+            }
         }
-        names.push(param.name);
-        // Where files go is for the configuration file alone, unless it says otherwise.
-        if crate::config::PROTECTED.contains(&param.name) && !allowed_by(ctx, "enable-protected-configs") {
-            return Err(CmdError::Other(
-                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config").into(),
-            ));
+        given.push(lower);
+        if !names.contains(&param.name) {
+            names.push(param.name);
         }
-        let checked = match staged.set(&name, &value, false) {
-            Ok(()) => apply_check(param.name, &value),
+    }
+    if let Some(err) = problem {
+        return Err(err);
+    }
+    // Pass 2: the values, on a copy.
+    let mut staged: Config = ctx.server.config.clone();
+    for (name, value) in &pairs {
+        let checked = match staged.set(name, value, false) {
+            Ok(()) => apply_check(Config::param(name).map_or("", |p| p.name), value),
             Err(SetError::Unknown) => Err("Unknown option".into()),
             Err(SetError::Invalid(reason)) => Err(reason),
         };
         if let Err(reason) = checked {
-            return Err(CmdError::Other(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}").into()));
+            return Err(failed(name, &reason));
         }
     }
     ctx.server.config = staged;
@@ -428,7 +451,7 @@ pub fn config_rewrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdEr
     let old = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(CmdError::Other(format!("ERR Rewriting config file: {e}").into())),
+        Err(e) => return Err(CmdError::Other(format!("ERR Rewriting config file: {}", crate::util::strerror(&e)).into())),
     };
     // Users go in the config file unless an ACL file holds them (as in Redis).
     let users: Vec<String> = if ctx.server.config.get("aclfile").is_empty() {
@@ -443,7 +466,7 @@ pub fn config_rewrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdEr
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
-        return Err(CmdError::Other(format!("ERR Rewriting config file: {e}").into()));
+        return Err(CmdError::Other(format!("ERR Rewriting config file: {}", crate::util::strerror(&e)).into()));
     }
     crate::log::notice("CONFIG REWRITE executed with success.");
     Ok(Reply::OK)
@@ -582,7 +605,7 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 
 /// What an `enable-*-command`/`enable-protected-configs` setting allows this client:
 /// `local` means loopback clients only.
-fn allowed_by(ctx: &Ctx<'_>, setting: &str) -> bool {
+pub(super) fn allowed_by(ctx: &Ctx<'_>, setting: &str) -> bool {
     match ctx.server.config.get(setting) {
         "yes" => true,
         "local" => ctx.client.addr.starts_with("127.") || ctx.client.addr.starts_with("[::1]"),

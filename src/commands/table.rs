@@ -4,8 +4,8 @@
 
 use super::spec::{CommandSpec, Doc, Flag, Group};
 use super::{
-    acl, bitmaps, cluster, connection, diagnostics, dump, functions, geo, hashes, hll, introspection, keys, lists, pubsub, replication,
-    scripting, server, sets, sort, strings, transactions, zsets, CmdError, Ctx,
+    acl, bitmaps, cluster, connection, diagnostics, dump, functions, geo, hashes, hll, introspection, keys, lists, module, pubsub,
+    replication, scripting, server, sets, sort, strings, transactions, zsets, CmdError, Ctx,
 };
 use crate::protocol::Reply;
 use bytes::Bytes;
@@ -2332,7 +2332,50 @@ pub static COMMANDS: &[CommandSpec] = &[
         complexity: "O(1)", doc_flags: &[],
         deprecated_since: "", replaced_by: "",
         handler: cluster::disabled, subcommands: &[] },
+    CommandSpec { id: 334, name: "module", arity: -2, flags: &[], first_key: 0, last_key: 0, key_step: 0,
+        acl: &["@slow"], tips: &[],
+        key_specs: &[],
+        group: Group::Server, summary: "A container for module commands", since: "4.0.0",
+        complexity: "Depends on subcommand.", doc_flags: &[],
+        deprecated_since: "", replaced_by: "",
+        handler: unknown_subcommand, subcommands: &[
+        CommandSpec { id: 329, name: "module|list", arity: 2, flags: &[Flag::Admin, Flag::NoScript], first_key: 0, last_key: 0, key_step: 0,
+            acl: &["@admin", "@slow", "@dangerous"], tips: &["nondeterministic_output_order"],
+            key_specs: &[],
+            group: Group::Server, summary: "List all modules loaded by the server", since: "4.0.0",
+            complexity: "O(N) where N is the number of loaded modules.", doc_flags: &[],
+            deprecated_since: "", replaced_by: "",
+            handler: module::module_list, subcommands: &[] },
+        CommandSpec { id: 330, name: "module|load", arity: -3, flags: &[Flag::Admin, Flag::NoScript, Flag::NoAsyncLoading], first_key: 0, last_key: 0, key_step: 0,
+            acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+            key_specs: &[],
+            group: Group::Server, summary: "Load a module", since: "4.0.0",
+            complexity: "O(1)", doc_flags: &[],
+            deprecated_since: "", replaced_by: "",
+            handler: module::module_load, subcommands: &[] },
+        CommandSpec { id: 331, name: "module|loadex", arity: -3, flags: &[Flag::Admin, Flag::NoScript, Flag::NoAsyncLoading], first_key: 0, last_key: 0, key_step: 0,
+            acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+            key_specs: &[],
+            group: Group::Server, summary: "Load a module with extended parameters", since: "7.0.0",
+            complexity: "O(1)", doc_flags: &[],
+            deprecated_since: "", replaced_by: "",
+            handler: module::module_loadex, subcommands: &[] },
+        CommandSpec { id: 332, name: "module|unload", arity: 3, flags: &[Flag::Admin, Flag::NoScript, Flag::NoAsyncLoading], first_key: 0, last_key: 0, key_step: 0,
+            acl: &["@admin", "@slow", "@dangerous"], tips: &[],
+            key_specs: &[],
+            group: Group::Server, summary: "Unload a module", since: "4.0.0",
+            complexity: "O(1)", doc_flags: &[],
+            deprecated_since: "", replaced_by: "",
+            handler: module::module_unload, subcommands: &[] },
+        CommandSpec { id: 333, name: "module|help", arity: 2, flags: &[Flag::Loading, Flag::Stale], first_key: 0, last_key: 0, key_step: 0,
+            acl: &["@slow"], tips: &[],
+            key_specs: &[],
+            group: Group::Server, summary: "Show helpful text about the different subcommands", since: "5.0.0",
+            complexity: "O(1)", doc_flags: &[],
+            deprecated_since: "", replaced_by: "",
+            handler: module::module_help, subcommands: &[] },
+        ] },
 ];
 
 /// Number of entries (commands and subcommands): ids are below this.
-pub const COMMAND_IDS: usize = 329;
+pub const COMMAND_IDS: usize = 335;

@@ -142,6 +142,11 @@ impl Config {
             _ => normalize(p, value),
         }
         .map_err(SetError::Invalid)?;
+        // CONFIG SET resizes the backlog, which Redis keeps at 16 KB or more.
+        let canonical = match canonical.parse::<u64>() {
+            Ok(n) if p.name == "repl-backlog-size" && !startup && n < 16384 => "16384".to_string(),
+            _ => canonical,
+        };
         if p.name == "notify-keyspace-events" {
             self.notify_flags = crate::notify::parse(value).unwrap_or(0);
         }
@@ -262,7 +267,8 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(lo, hi) => {
-            let n: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            // Redis's string2ll: no sign but '-', no leading zero, no space.
+            let n = crate::util::parse_i64(value.as_bytes()).ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
             if n < lo || n > hi {
                 return Err(format!("argument must be between {lo} and {hi} inclusive"));
             }
@@ -272,15 +278,17 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
         }
         Kind::Memory(lo, hi) => {
             if p.name == "maxmemory-clients" {
-                if let Some(pct) = value.strip_suffix('%') {
-                    let n: u64 = pct.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
+                // A percentage is tried after a memory value, as string2ll of what precedes '%'.
+                let pct = value.strip_suffix('%').filter(|p| !p.is_empty() && parse_memory(value).is_none());
+                if let Some(n) = pct.and_then(|p| crate::util::parse_i64(p.as_bytes())).filter(|n| *n >= 0) {
                     if n > 100 {
                         return Err("percentage argument must be less or equal to 100".into());
                     }
-                    return Ok(format!("{n}%"));
+                    // Stored as a negative number: 0% reads back as the memory value 0.
+                    return Ok(if n == 0 { "0".into() } else { format!("{n}%") });
                 }
             }
-            let Some(n) = parse_memory_saturating(value) else {
+            let Some(n) = parse_memory(value) else {
                 let what = if p.name == "maxmemory-clients" { "memory or percent" } else { "memory" };
                 return Err(format!("argument must be a {what} value"));
             };
@@ -289,17 +297,28 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
             }
             Ok(n.to_string())
         }
+        Kind::Enum(choices) if p.name.starts_with("shutdown-on-sig") => shutdown_flags(choices, value),
         Kind::Enum(choices) => {
             let lower = value.to_ascii_lowercase();
-            if choices.contains(&lower.as_str()) {
-                Ok(lower)
-            } else {
-                Err(format!("argument(s) must be one of the following: {}", choices.join(", ")))
+            if !choices.contains(&lower.as_str()) {
+                return Err(format!("argument(s) must be one of the following: {}", choices.join(", ")));
             }
+            // Redis prints an enum by the first name of its value: `relative` is `yes`.
+            Ok(if p.name == "oom-score-adj" && lower == "relative" { "yes".into() } else { lower })
         }
         Kind::Str => {
-            if p.name == "save" {
-                validate_save(value)?;
+            match p.name {
+                "save" => return save_params(value),
+                "dbfilename" if !is_base_name(value) => return Err("dbfilename can't be a path, just a filename".into()),
+                "appendfilename" if value.is_empty() => return Err("appendfilename can't be empty".into()),
+                "appendfilename" if !is_base_name(value) => return Err("appendfilename can't be a path, just a filename".into()),
+                "appenddirname" if value.is_empty() => return Err("appenddirname can't be empty".into()),
+                "appenddirname" if !is_base_name(value) => return Err("appenddirname can't be a path, just a dirname".into()),
+                "proc-title-template" if !valid_proc_title(value) => {
+                    return Err("template format is invalid or contains unknown variables".into())
+                }
+                "cluster-announce-hostname" => valid_hostname(value)?,
+                _ => {}
             }
             if p.name == "oom-score-adj-values" {
                 return oom_score_adj_values(value);
@@ -320,7 +339,7 @@ fn normalize(p: &Param, value: &str) -> Result<String, Reason> {
 /// `client-output-buffer-limit`: `<class> <hard> <soft> <soft seconds>` groups, each replacing
 /// its class in `current`; printed in Redis's order (normal, slave, pubsub).
 fn output_buffer_limits(current: &str, value: &str) -> Result<String, Reason> {
-    let words: Vec<&str> = value.split_whitespace().collect();
+    let words = split_multi_arg(value);
     if !words.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
@@ -339,9 +358,9 @@ fn output_buffer_limits(current: &str, value: &str) -> Result<String, Reason> {
     let mut given = Vec::new();
     for group in words.chunks(4) {
         let c = class(group[0]).ok_or_else(|| "Invalid client class specified in buffer limit configuration.".to_string())?;
-        // The sizes take units; the seconds are a plain integer.
-        let sizes = [parse_memory_saturating(group[1]), parse_memory_saturating(group[2])];
-        let seconds = group[3].parse::<i64>().ok().filter(|s| *s >= 0);
+        // The sizes take units; the seconds are strtoll's, kept in a C int.
+        let sizes = [parse_memory(group[1]), parse_memory(group[2])];
+        let seconds = strtoll_whole(group[3]).map(|s| s as i32).filter(|s| *s >= 0);
         let (Some(hard), Some(soft), Some(seconds)) = (sizes[0], sizes[1], seconds) else {
             return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
         };
@@ -356,11 +375,11 @@ fn output_buffer_limits(current: &str, value: &str) -> Result<String, Reason> {
 
 /// `oom-score-adj-values`: three integers within -2000..=2000.
 fn oom_score_adj_values(value: &str) -> Result<String, Reason> {
-    let words: Vec<&str> = value.split_whitespace().collect();
+    let words = split_multi_arg(value);
     if words.len() != 3 {
         return Err("wrong number of arguments".into());
     }
-    let values: Option<Vec<i64>> = words.iter().map(|w| w.parse::<i64>().ok().filter(|v| (-2000..=2000).contains(v))).collect();
+    let values: Option<Vec<i64>> = words.iter().map(|w| strtoll_whole(w).filter(|v| (-2000..=2000).contains(v))).collect();
     let values = values.ok_or_else(|| "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string())?;
     Ok(values.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
 }
@@ -369,12 +388,9 @@ fn oom_score_adj_values(value: &str) -> Result<String, Reason> {
 /// trailing zeros, as Redis prints them.
 fn percentiles(value: &str) -> Result<String, Reason> {
     let mut out = Vec::new();
-    for word in value.split_whitespace() {
-        let p: f64 = word
-            .parse()
-            .ok()
-            .filter(|p: &f64| !p.is_nan())
-            .ok_or_else(|| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+    for word in split_multi_arg(value) {
+        let p =
+            crate::util::parse_f64(word.as_bytes()).ok_or_else(|| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
         if !(0.0..=100.0).contains(&p) {
             return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
         }
@@ -384,33 +400,127 @@ fn percentiles(value: &str) -> Result<String, Reason> {
     Ok(out.join(" "))
 }
 
-fn validate_save(value: &str) -> Result<(), Reason> {
-    let parts: Vec<&str> = value.split_whitespace().collect();
-    if !parts.len().is_multiple_of(2) || parts.iter().any(|p| p.parse::<u64>().is_err()) {
+/// `save`: pairs of seconds (1 or more) and changes (0 or more), read as strtoll reads them
+/// and printed back as numbers ("03600 +1" is "3600 1"); "" is no snapshots.
+fn save_params(value: &str) -> Result<String, Reason> {
+    let words = split_multi_arg(value);
+    let numbers: Option<Vec<i64>> = words.iter().map(|w| strtoll_whole(w)).collect();
+    let numbers = numbers.filter(|n| n.len().is_multiple_of(2)).ok_or_else(|| "Invalid save parameters".to_string())?;
+    if numbers.chunks(2).any(|pair| pair[0] < 1 || pair[1] < 0) {
         return Err("Invalid save parameters".into());
+    }
+    // The number of changes is a C int in Redis.
+    Ok(numbers.chunks(2).map(|pair| format!("{} {}", pair[0], pair[1] as i32)).collect::<Vec<_>>().join(" "))
+}
+
+/// `shutdown-on-sigint`/`-sigterm`: flags (`save now`, `nosave force`...) or `default`,
+/// printed in Redis's order.
+fn shutdown_flags(choices: &[&str], value: &str) -> Result<String, Reason> {
+    let words = split_multi_arg(value);
+    if words.is_empty() {
+        return Err(format!("argument(s) must be one of the following: {}", choices.join(", ")));
+    }
+    let mut bits = 0u32;
+    for word in words {
+        let Some(i) = choices.iter().position(|c| c.eq_ignore_ascii_case(word)) else {
+            return Err(format!("argument(s) must be one of the following: {}", choices.join(", ")));
+        };
+        // `default` is 0; the others one bit each.
+        bits |= if i == 0 { 0 } else { 1 << (i - 1) };
+    }
+    if bits & 0b11 == 0b11 {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    if bits == 0 {
+        return Ok(choices[0].to_string());
+    }
+    Ok(choices[1..].iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, c)| *c).collect::<Vec<_>>().join(" "))
+}
+
+/// A multi-word value split as Redis splits it for CONFIG SET (`sdssplitlen` on single
+/// spaces: two spaces make an empty word; "" has no words).
+fn split_multi_arg(value: &str) -> Vec<&str> {
+    if value.is_empty() {
+        return Vec::new();
+    }
+    value.split(' ').collect()
+}
+
+/// C's `strtoll` that must use the whole string: leading white space, a sign, digits
+/// (leading zeros allowed), out-of-range values clamped; "" is 0.
+fn strtoll_whole(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    if t.is_empty() {
+        return s.is_empty().then_some(0);
+    }
+    let (neg, digits) = match t.as_bytes()[0] {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude = digits.bytes().fold(0i128, |v, c| (v * 10 + (c - b'0') as i128).min(i64::MAX as i128 + 1));
+    let v = if neg { -magnitude } else { magnitude };
+    Some(v.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+}
+
+/// Redis's `pathIsBaseName`: no directory separator.
+fn is_base_name(name: &str) -> bool {
+    !name.contains(['/', '\\'])
+}
+
+/// `proc-title-template`: Redis expands it (`sdstemplate`: `{name}` variables, `{{` a
+/// brace) and refuses unknown variables, broken syntax, or a title that is empty once
+/// trimmed (with an empty process title and no cluster or sentinel mode).
+fn valid_proc_title(template: &str) -> bool {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return false;
+        }
+        if let Some(next) = after.strip_prefix('{') {
+            out.push('{');
+            rest = next;
+            continue;
+        }
+        let Some(close) = after.find('}') else { return false };
+        match &after[..close] {
+            "title" | "server-mode" | "unixsocket" | "config-file" => {}
+            "listen-addr" | "port" | "tls-port" => out.push('x'),
+            _ => return false,
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    !out.trim_matches(' ').is_empty()
+}
+
+/// `cluster-announce-hostname`: letters, digits, hyphens and dots, under 256 bytes.
+fn valid_hostname(name: &str) -> Result<(), Reason> {
+    if name.len() >= 256 {
+        return Err("Hostnames must be less than 256 characters".into());
+    }
+    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+        return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
     }
     Ok(())
 }
 
-/// Redis's `memtoull`: digits with an optional unit (k, kb, m, mb, g, gb; any case).
+/// Redis 7.0's `memtoull`: digits (possibly none: "" and "kb" are 0) and an optional unit
+/// (k, kb, m, mb, g, gb, b; any case). As in C, digits past 2^64 saturate (strtoull's
+/// ERANGE is not checked) and the unit multiplies modulo 2^64.
 pub fn parse_memory(s: &str) -> Option<u64> {
-    memtoull(s, false)
-}
-
-/// [`parse_memory`] as Redis reads a config value: digits past 2^64 saturate (Redis then
-/// reports the bounds, or for `maxmemory` takes the largest value).
-fn parse_memory_saturating(s: &str) -> Option<u64> {
-    memtoull(s, true)
-}
-
-fn memtoull(s: &str, saturate: bool) -> Option<u64> {
-    let lower = s.to_ascii_lowercase();
-    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
-    let (digits, unit) = lower.split_at(split);
-    if digits.is_empty() {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    if digits.len() >= 128 {
         return None;
     }
-    let mul: u64 = match unit {
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -420,10 +530,8 @@ fn memtoull(s: &str, saturate: bool) -> Option<u64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
-    match digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mul)) {
-        Some(n) => Some(n),
-        None => saturate.then_some(u64::MAX),
-    }
+    let n = if digits.is_empty() { 0 } else { digits.parse::<u64>().unwrap_or(u64::MAX) };
+    Some(n.wrapping_mul(mul))
 }
 
 /// Quotes a command-line value so the config-line splitter reads it back whole.
