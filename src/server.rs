@@ -186,7 +186,10 @@ async fn run_connection<R, W>(
             read = reader.read_buf(&mut buf), if !at_limit && !closing => {
                 match read {
                     Ok(0) | Err(_) => return,
-                    Ok(_) => {}
+                    Ok(n) => {
+                        exec.limits.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        exec.limits.reads_processed.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 match dispatch(&mut buf, &mut decoder, id, exec, flags) {
                     Dispatch::Sent { last } => closing = last,

@@ -46,6 +46,10 @@ pub struct SharedLimits {
     pub loading_start_secs: AtomicI64,
     pub loading_total_bytes: AtomicU64,
     pub loading_loaded_bytes: AtomicU64,
+    /// INFO's total_net_input_bytes and total_reads_processed: counted by the connection
+    /// tasks, which do the reads.
+    pub net_input_bytes: AtomicU64,
+    pub reads_processed: AtomicU64,
 }
 
 impl SharedLimits {
@@ -77,6 +81,8 @@ impl SharedLimits {
             loading_start_secs: AtomicI64::new(0),
             loading_total_bytes: AtomicU64::new(0),
             loading_loaded_bytes: AtomicU64::new(0),
+            net_input_bytes: AtomicU64::new(0),
+            reads_processed: AtomicU64::new(0),
         }
     }
 
@@ -398,8 +404,9 @@ pub struct Stats {
     pub total_connections_received: u64,
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
-    pub net_input_bytes: u64,
     pub net_output_bytes: u64,
+    /// Reply writes the executor made (one per client per release).
+    pub writes_processed: u64,
     pub total_error_replies: u64,
     /// Per command id (see `CommandSpec::id`): calls, time, failures.
     pub commands: Vec<CommandStat>,

@@ -183,3 +183,37 @@ fn a_relative_logfile_lands_in_dir() {
     assert!(text.contains("Vermilion is starting"), "{text}");
     assert!(!std::path::Path::new("relative-test.log").exists(), "the log went to the test's directory");
 }
+
+/// INFO stats counts what went over the network as Redis does: bytes read, reads and reply
+/// writes (one per client per turn), compared with Redis on the same exchanges.
+#[test]
+fn info_stats_counts_network_reads_and_writes_like_redis() {
+    let mut d = common::diff::DiffPair::start();
+    let counters =
+        ["total_net_input_bytes", "total_net_output_bytes", "total_reads_processed", "total_writes_processed", "total_commands_processed"];
+    let (r, o) = d.conns(0);
+    let mut figures = Vec::new();
+    for c in [r, o] {
+        let mut step = |bytes: &[u8], replies: usize| {
+            c.send(bytes).expect("send");
+            let last = (0..replies).map(|_| c.read().expect("reply")).last();
+            // One exchange at a time: each is one read on the server.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            last
+        };
+        step(b"*2\r\n$6\r\nCONFIG\r\n$9\r\nRESETSTAT\r\n", 1);
+        for _ in 0..5 {
+            step(b"*1\r\n$4\r\nPING\r\n", 1);
+        }
+        step(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n", 1);
+        step(b"PING\r\n", 1);
+        step(b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n", 2);
+        let info = step(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n", 1).expect("info").raw;
+        let info = String::from_utf8_lossy(&info).into_owned();
+        let lines: Vec<String> =
+            info.lines().filter(|l| counters.iter().any(|n| l.starts_with(&format!("{n}:")))).map(String::from).collect();
+        assert_eq!(lines.len(), counters.len(), "{info}");
+        figures.push(lines);
+    }
+    assert_eq!(figures[1], figures[0]);
+}

@@ -115,6 +115,7 @@ impl Executor {
         };
         let Some(client) = self.server.clients.get_mut(&id) else { return };
         self.server.stats.net_output_bytes += client.out.len() as u64;
+        self.server.stats.writes_processed += u64::from(!client.out.is_empty());
         if client.close_after_reply {
             let _ = client.tx.send(ClientOutput::Close(std::mem::take(&mut client.out)));
             return;
