@@ -826,6 +826,10 @@ fn scripts_that_depend_on_more_than_the_data_are_logged_as_their_effects() {
     let _: () = q(&mut c, &["SET", "str", "v"]);
     let det = "redis.pcall('LPUSH', 'str', 'x') redis.call('SET', KEYS[1], tostring(42) .. tostring(nil))";
     let _: () = q(&mut c, &["EVAL", det, "1", "det"]);
+    // A read-only script (not logged) changes a cjson setting that later scripts see: from
+    // then on every script of this Lua state is logged as its effects.
+    let _: () = q(&mut c, &["EVAL", "cjson.encode_max_depth(1)", "0"]);
+    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], tostring(pcall(cjson.encode, {{1}})))", "1", "cjson"]);
     let recs = records(&last_incr(&s));
     let evals: Vec<&String> = recs.iter().filter(|r| r.contains("EVAL ") || r.contains("eval ")).collect();
     assert_eq!(evals.len(), 1, "only the deterministic script is logged whole: {recs:?}");
@@ -833,17 +837,18 @@ fn scripts_that_depend_on_more_than_the_data_are_logged_as_their_effects() {
     for (key, value) in [("a1", "x"), ("c0", "x"), ("receivers", "1")] {
         assert!(recs.iter().any(|r| r == &format!("SET {key} {value}")), "{key} as an effect: {recs:?}");
     }
-    let before: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det"]
+    let before: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson"]
         .iter()
         .map(|k| q(&mut c, &["GET", k]))
         .collect();
     assert_eq!(before[..8], [Some("x".into()), None, None, Some("false".into()), Some("x".into()), None, None, Some("1".into())]);
     assert_eq!(before[11].as_deref(), Some("42nil"));
+    assert_eq!(before[12].as_deref(), Some("false"));
     drop(sub);
     s.kill9();
     s.restart(&["--appendfsync", "always"]);
     let mut c = s.client();
-    let after: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det"]
+    let after: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson"]
         .iter()
         .map(|k| q(&mut c, &["GET", k]))
         .collect();

@@ -150,6 +150,10 @@ unsafe fn arg_init<'a>(l: *mut lua_State, args: c_int) -> &'a mut Config {
     while ffi::lua_gettop(l) < args {
         ffi::lua_pushnil(l);
     }
+    // A setting given changes the state later scripts run in (see `RunState::tainted`).
+    if (1..=args).any(|i| ffi::lua_isnil(l, i) == 0) {
+        super::taint(l);
+    }
     config(l)
 }
 

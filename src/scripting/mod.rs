@@ -182,6 +182,24 @@ pub(crate) struct RunState {
     /// Called from the hook while the script is busy: answers other clients (see
     /// executor/inbox.rs).
     busy_pump: Option<std::rc::Rc<dyn Fn()>>,
+    /// A script changed state that outlives it (a `cjson` setting): every later run in this
+    /// Lua state may depend on it, which a replay would not reproduce, so every run is
+    /// nondeterministic until SCRIPT FLUSH builds a new state.
+    pub(crate) tainted: bool,
+}
+
+/// Marks the Lua state `state` as [`RunState::tainted`] and the running script as
+/// nondeterministic.
+///
+/// # Safety
+/// `state` must be the state of a `Lua` created by this crate (a callback's own).
+pub(crate) unsafe fn taint(state: *mut mlua::ffi::lua_State) {
+    // SAFETY: as the caller promises.
+    let lua = unsafe { Lua::get_or_init_from_ptr(state) };
+    if let Some(mut run) = lua.app_data_mut::<RunState>() {
+        run.tainted = true;
+    }
+    api::with_host(|host| host.nondeterministic());
 }
 
 pub struct ScriptEngine {
@@ -382,6 +400,7 @@ impl Run<'_> {
                 sha: String::new(),
                 timed_out: false,
                 busy_pump: None,
+                tainted: false,
             });
         }
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
@@ -396,6 +415,9 @@ impl Run<'_> {
             run.sha.push_str(name);
             run.timed_out = false;
             run.busy_pump = self.busy.pump;
+        }
+        if lua.app_data_ref::<RunState>().is_some_and(|r| r.tainted) {
+            api::with_host(|host| host.nondeterministic());
         }
         let result = call();
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
