@@ -763,3 +763,50 @@ fn a_replica_killed_under_load_again_and_again_continues_and_converges() {
         );
     }
 }
+
+/// PUBLISH on a primary reaches the subscribers of its replicas, as in Redis (directly, in
+/// MULTI/EXEC, from a script, SPUBLISH), once a replica is attached; a load from disk (a
+/// replica's restart, DEBUG RELOAD) does not deliver the logged messages again.
+#[test]
+fn publish_on_the_primary_reaches_the_subscribers_of_its_replicas() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    // Before any replica: nothing to propagate, nothing logged.
+    let _: i64 = redis::cmd("PUBLISH").arg("ch").arg("early").query(&mut p).expect("PUBLISH");
+    let mut replica = Server::start(&[]);
+    replicaof(&mut replica.client(), &primary);
+    converge(&primary, &[&replica]);
+    let mut sub = replica.raw();
+    sub.cmd(&[b"SUBSCRIBE", b"ch"]);
+    assert!(String::from_utf8_lossy(&sub.read_reply()).contains("subscribe"));
+    let mut ssub = replica.raw();
+    ssub.cmd(&[b"SSUBSCRIBE", b"sch"]);
+    assert!(String::from_utf8_lossy(&ssub.read_reply()).contains("ssubscribe"));
+    // The primary has no subscriber of its own: PUBLISH answers 0 there.
+    assert_eq!(redis::cmd("PUBLISH").arg("ch").arg("direct").query::<i64>(&mut p).expect("PUBLISH"), 0);
+    let (_, ()): (i64, ()) =
+        redis::pipe().atomic().cmd("PUBLISH").arg("ch").arg("in-exec").cmd("SET").arg("k").arg("v").query(&mut p).expect("EXEC");
+    let _: i64 = redis::cmd("EVAL").arg("return redis.call('PUBLISH', 'ch', 'from-script')").arg(0).query(&mut p).expect("EVAL");
+    let _: i64 = redis::cmd("SPUBLISH").arg("sch").arg("sharded").query(&mut p).expect("SPUBLISH");
+    let message = |c: &mut common::RawConn| String::from_utf8_lossy(&c.read_reply()).into_owned();
+    for want in ["direct", "in-exec", "from-script"] {
+        let got = message(&mut sub);
+        assert!(got.starts_with("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n") && got.ends_with(&format!("{want}\r\n")), "{got:?}");
+    }
+    assert!(message(&mut ssub).ends_with("sharded\r\n"));
+    converge(&primary, &[&replica]);
+    // The replica restarts from its own log (which holds the messages): nothing is delivered
+    // again, and the stream goes on.
+    drop(sub);
+    replica.restart(&[]);
+    replicaof(&mut replica.client(), &primary);
+    converge(&primary, &[&replica]);
+    let mut sub = replica.raw();
+    sub.cmd(&[b"SUBSCRIBE", b"ch"]);
+    let _ = sub.read_reply();
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut replica.client()).expect("DEBUG RELOAD");
+    let _: i64 = redis::cmd("PUBLISH").arg("ch").arg("after-restart").query(&mut p).expect("PUBLISH");
+    let got = message(&mut sub);
+    assert!(got.ends_with("after-restart\r\n"), "only the new message arrives: {got:?}");
+    assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut replica.client()).expect("GET"), "v");
+}

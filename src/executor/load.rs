@@ -236,6 +236,11 @@ impl Executor {
         if name.eq_ignore_ascii_case(b"multi") || name.eq_ignore_ascii_case(b"exec") {
             return None;
         }
+        // A message is for the subscribers of the moment: a replica's live stream delivers
+        // it, a load from disk (a restart, DEBUG RELOAD) does not again.
+        if !self.live_stream && (name.eq_ignore_ascii_case(b"publish") || name.eq_ignore_ascii_case(b"spublish")) {
+            return None;
+        }
         let mut argv: Vec<Bytes> = rec.argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         self.now_ms = 0;
         self.replay_time_ms = rec.time_ms;

@@ -169,6 +169,9 @@ pub struct Executor {
     /// A replica: the client the primary's stream runs as, and its database.
     master_client: Option<Client>,
     master_db: usize,
+    /// A replica is applying its primary's live stream (not a load from disk): the
+    /// PUBLISH records in it reach this server's subscribers.
+    live_stream: bool,
     /// Clients parked in WAIT.
     waiting_acks: Vec<ClientId>,
     /// When the replication cron last ran (ms).
@@ -256,6 +259,7 @@ impl Executor {
             loaded_db: 0,
             master_client: None,
             master_db: 0,
+            live_stream: false,
             waiting_acks: Vec::new(),
             repl_cron_ms: 0,
             ack_wanted: false,
@@ -914,6 +918,8 @@ impl Executor {
             self.signal_modified(client, cmd, &args[..1]);
         } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
+        } else if matches!(cmd.name, "publish" | "spublish") && !client.in_script && self.publishing_to_replicas() {
+            self.log_publish(client, args);
         }
         for (db, key) in wiped {
             self.touch_watched(Some(client), db, &key);

@@ -258,6 +258,18 @@ impl Executor {
         }
     }
 
+    /// Whether a PUBLISH goes in the log: only for replicas (as Redis propagates it to them
+    /// and not to its AOF), so only once one has connected (the backlog exists).
+    pub(super) fn publishing_to_replicas(&self) -> bool {
+        self.recording() && (self.server.repl.backlog.is_some() || !self.server.repl.replicas.is_empty())
+    }
+
+    /// Queues a PUBLISH or SPUBLISH for the replicas' subscribers (loading skips it).
+    pub(super) fn log_publish(&mut self, client: &Client, args: &[Bytes]) {
+        self.log_deletions();
+        self.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
+    }
+
     /// Queues a DEL for every key expired or evicted since the last call: replay expires
     /// nothing by itself.
     pub(super) fn log_deletions(&mut self) {
@@ -275,7 +287,7 @@ impl Executor {
         // random-dirty script's effects) or first (before a whole EVAL, which expires the
         // same keys at the same frozen time on replay).
         let effects = outcome.effects.iter().enumerate().filter(|(i, e)| {
-            if outcome.wrote && outcome.random_dirty {
+            if (outcome.wrote || outcome.published) && outcome.random_dirty {
                 deletion(*i) || e.repl as i64 & REPL_AOF != 0
             } else {
                 deletion(*i)

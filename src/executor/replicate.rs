@@ -654,6 +654,7 @@ impl Executor {
             c
         });
         self.loading = true;
+        self.live_stream = true;
         format::replay_checked(&data, |rec| {
             let name = rec.argv[0];
             if let Some(err) = self.replay_record(&mut master, rec) {
@@ -662,6 +663,7 @@ impl Executor {
             }
         });
         self.loading = false;
+        self.live_stream = false;
         self.now_ms = crate::clock::now_ms();
         self.master_db = master.db;
         self.master_client = Some(master);

@@ -350,6 +350,10 @@ impl ScriptBridge<'_> {
         if let Some(request) = self.client.block_request.take() {
             reply = request.timeout_reply;
         }
+        if matches!(cmd.name, "publish" | "spublish") && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
+            self.outcome.published = true;
+            self.outcome.effects.push(Effect { db, argv: argv.clone(), repl });
+        }
         if self.exec.server.dirty != dirty_before {
             self.outcome.wrote = true;
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).

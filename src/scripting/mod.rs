@@ -142,6 +142,9 @@ pub struct ScriptOutcome {
     /// this, so a replay of the whole script must too.
     pub time_ms: i64,
     pub wrote: bool,
+    /// It published to replicas' subscribers (its PUBLISH effects are logged, see
+    /// `Executor::publishing_to_replicas`).
+    pub published: bool,
     pub random_dirty: bool,
     pub effects: Vec<Effect>,
     /// Positions in `effects` of deletions by expiry or eviction during the script (DELs,
