@@ -822,6 +822,18 @@ fn scripts_that_depend_on_more_than_the_data_are_logged_as_their_effects() {
     let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], redis.call('MEMORY', 'USAGE', KEYS[2]))", "2", "mem", "big"]);
     let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], tostring({}))", "1", "addr"]);
     let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], collectgarbage('count'))", "1", "gc"]);
+    // The order `pairs` gives keys that are tables; a weak table the collector may clear.
+    let _: () = q(&mut c, &["EVAL", "local t = {} for i = 1, 20000 do t[i] = {i} end", "0"]);
+    let order = "local t = {} for i = 1, 10 do t[{}] = i end local o = {} for _, v in pairs(t) do o[#o+1] = v end redis.call('SET', KEYS[1], table.concat(o, ','))";
+    let _: () = q(&mut c, &["EVAL", order, "1", "order"]);
+    let weak = "local w = setmetatable({}, {__mode = 'k'}) for i = 1, 200 do w[{}] = i end local n = 0 for _ in next, w do n = n + 1 end redis.call('SET', KEYS[1], n)";
+    let _: () = q(&mut c, &["EVAL", weak, "1", "weak"]);
+    // A function library keeps state between calls that the log does not see (FCALL_RO).
+    let lib = "#!lua name=cnt\nlocal n = 0\nredis.register_function{function_name='peek', callback=function() n = n + 1 return n end, flags={'no-writes'}}\nredis.register_function('next_id', function(keys) n = n + 1 redis.call('SET', keys[1], n) return n end)";
+    let _: String = q(&mut c, &["FUNCTION", "LOAD", lib]);
+    let _: i64 = q(&mut c, &["FCALL_RO", "peek", "0"]);
+    let _: i64 = q(&mut c, &["FCALL_RO", "peek", "0"]);
+    assert_eq!(q::<i64>(&mut c, &["FCALL", "next_id", "1", "id"]), 3);
     // Deterministic, data errors and all: one EVAL record each.
     let _: () = q(&mut c, &["SET", "str", "v"]);
     let det = "redis.pcall('LPUSH', 'str', 'x') redis.call('SET', KEYS[1], tostring(42) .. tostring(nil))";
@@ -837,21 +849,24 @@ fn scripts_that_depend_on_more_than_the_data_are_logged_as_their_effects() {
     for (key, value) in [("a1", "x"), ("c0", "x"), ("receivers", "1")] {
         assert!(recs.iter().any(|r| r == &format!("SET {key} {value}")), "{key} as an effect: {recs:?}");
     }
-    let before: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson"]
-        .iter()
-        .map(|k| q(&mut c, &["GET", k]))
-        .collect();
+    let before: Vec<Option<String>> =
+        ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson", "order", "weak", "id"]
+            .iter()
+            .map(|k| q(&mut c, &["GET", k]))
+            .collect();
     assert_eq!(before[..8], [Some("x".into()), None, None, Some("false".into()), Some("x".into()), None, None, Some("1".into())]);
     assert_eq!(before[11].as_deref(), Some("42nil"));
     assert_eq!(before[12].as_deref(), Some("false"));
+    assert_eq!(before[15].as_deref(), Some("3"));
     drop(sub);
     s.kill9();
     s.restart(&["--appendfsync", "always"]);
     let mut c = s.client();
-    let after: Vec<Option<String>> = ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson"]
-        .iter()
-        .map(|k| q(&mut c, &["GET", k]))
-        .collect();
+    let after: Vec<Option<String>> =
+        ["a1", "b1", "a2", "acl_verdict", "c0", "c1", "c2", "receivers", "mem", "addr", "gc", "det", "cjson", "order", "weak", "id"]
+            .iter()
+            .map(|k| q(&mut c, &["GET", k]))
+            .collect();
     assert_eq!(after, before);
 }
 

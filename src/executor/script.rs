@@ -156,7 +156,10 @@ impl Executor {
             oom_at_start: oom,
             write_allowed: false,
             effects,
-            outcome: ScriptOutcome { time_ms, ..ScriptOutcome::default() },
+            // A function is always logged as its effects: a library keeps state between calls
+            // (its upvalues) that calls the log does not hold (FCALL_RO, no-writes
+            // functions, failures) move, so a replay would not start from the same state.
+            outcome: ScriptOutcome { time_ms, random_dirty: call.function, ..ScriptOutcome::default() },
         };
         let (reply, end) = if call.function {
             engine.run_function(call.sha.as_bytes(), keys, argv, &mut bridge, busy)

@@ -183,6 +183,11 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
         watch_global(&lua, "tostring", watched_tostring)?;
         watch_global(&lua, "collectgarbage", watched_collectgarbage)?;
         watch_global(&lua, "gcinfo", watched_gcinfo)?;
+        watch_global(&lua, "setmetatable", watched_setmetatable)?;
+        let next = watch_global(&lua, "next", watched_next)?;
+        // `pairs` hands out `next`: the watched one.
+        let pairs = lua.exec_raw::<Function>(next, |state| ffi::lua_pushcclosure(state, watched_pairs, 1))?;
+        lua.globals().raw_set("pairs", pairs)?;
     }
     super::api::install(&lua)?;
     super::libs::install(&lua)?;
@@ -226,13 +231,73 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
 ///
 /// # Safety
 /// `wrapper` must leave the stack as a C function returning its results would.
-unsafe fn watch_global(lua: &Lua, name: &str, wrapper: ffi::lua_CFunction) -> mlua::Result<()> {
+unsafe fn watch_global(lua: &Lua, name: &str, wrapper: ffi::lua_CFunction) -> mlua::Result<Function> {
     let globals = lua.globals();
     let original: Function = globals.raw_get(name)?;
     // SAFETY: one value (the original) is on the stack; it becomes the closure's upvalue and
     // the closure is the one result.
     let wrapped = unsafe { lua.exec_raw::<Function>(original, |state| ffi::lua_pushcclosure(state, wrapper, 1)) }?;
-    globals.raw_set(name, wrapped)
+    globals.raw_set(name, wrapped.clone())?;
+    Ok(wrapped)
+}
+
+/// Whether the value at `idx` prints as (and hashes by) its address.
+unsafe fn addressed(state: *mut ffi::lua_State, idx: c_int) -> bool {
+    matches!(
+        ffi::lua_type(state, idx),
+        ffi::LUA_TTABLE | ffi::LUA_TFUNCTION | ffi::LUA_TUSERDATA | ffi::LUA_TLIGHTUSERDATA | ffi::LUA_TTHREAD
+    )
+}
+
+/// `next` (and so `pairs`): a table's keys that are tables, functions... sit where their
+/// addresses hash, so the order they come in is not the script's: the run is marked
+/// nondeterministic when one comes out. The original is called for the work itself.
+unsafe extern "C-unwind" fn watched_next(state: *mut ffi::lua_State) -> c_int {
+    // Checked here so that the error names `next` (no Rust value with a destructor lives in
+    // this frame: the longjmp is safe).
+    ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+    let n = call_original(state);
+    if n >= 1 && addressed(state, 1) {
+        super::api::with_host(|host| host.nondeterministic());
+    }
+    n
+}
+
+/// Lua 5.1's `pairs`, handing out the watched `next` (its upvalue).
+unsafe extern "C-unwind" fn watched_pairs(state: *mut ffi::lua_State) -> c_int {
+    // No Rust value with a destructor lives in this frame: an argument error's longjmp is safe.
+    ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_pushvalue(state, 1);
+    ffi::lua_pushnil(state);
+    3
+}
+
+/// `setmetatable` (Lua 5.1's own, checks and errors included) that marks the run
+/// nondeterministic when the metatable has a `__mode`: what the collector clears from a weak
+/// table depends on when it runs, not on the script.
+unsafe extern "C-unwind" fn watched_setmetatable(state: *mut ffi::lua_State) -> c_int {
+    // No Rust value with a destructor lives in this frame: the errors' longjmps are safe.
+    let t = ffi::lua_type(state, 2);
+    ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+    if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+        ffi::luaL_argerror(state, 2, c"nil or table expected".as_ptr());
+    }
+    if ffi::luaL_getmetafield(state, 1, c"__metatable".as_ptr()) != ffi::LUA_TNIL {
+        ffi::luaL_error(state, c"cannot change a protected metatable".as_ptr());
+    }
+    if t == ffi::LUA_TTABLE {
+        ffi::lua_pushstring(state, c"__mode".as_ptr());
+        ffi::lua_rawget(state, 2);
+        let weak = ffi::lua_isnil(state, -1) == 0;
+        ffi::lua_settop(state, -2);
+        if weak {
+            super::api::with_host(|host| host.nondeterministic());
+        }
+    }
+    ffi::lua_settop(state, 2);
+    ffi::lua_setmetatable(state, 1);
+    1
 }
 
 /// Calls upvalue 1 (the original function) with this call's arguments, all results kept.
@@ -251,11 +316,7 @@ unsafe fn call_original(state: *mut ffi::lua_State) -> c_int {
 unsafe extern "C-unwind" fn watched_tostring(state: *mut ffi::lua_State) -> c_int {
     // No Rust value with a destructor lives in this frame: an argument error's longjmp is safe.
     ffi::luaL_checkany(state, 1);
-    let addressed = matches!(
-        ffi::lua_type(state, 1),
-        ffi::LUA_TTABLE | ffi::LUA_TFUNCTION | ffi::LUA_TUSERDATA | ffi::LUA_TLIGHTUSERDATA | ffi::LUA_TTHREAD
-    );
-    if addressed {
+    if addressed(state, 1) {
         if ffi::luaL_getmetafield(state, 1, c"__tostring".as_ptr()) != ffi::LUA_TNIL {
             ffi::lua_settop(state, -2);
         } else {
