@@ -184,11 +184,12 @@ async fn run_connection<R, W>(
             }
             _ = flags.resume.notified(), if at_limit && !closing => {}
             read = reader.read_buf(&mut buf), if !at_limit && !closing => {
+                // Every read counts, the one that finds the end of the stream too (as Redis's).
+                exec.limits.reads_processed.fetch_add(1, Ordering::Relaxed);
                 match read {
                     Ok(0) | Err(_) => return,
                     Ok(n) => {
                         exec.limits.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                        exec.limits.reads_processed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 match dispatch(&mut buf, &mut decoder, id, exec, flags) {

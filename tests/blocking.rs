@@ -284,3 +284,77 @@ fn client_unblock_leaves_paused_clients_alone() {
     assert_eq!(admin.call(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"ERROR"]), b":1\r\n");
     assert_eq!(s(held.read_reply()), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
 }
+
+/// CLIENT UNBLOCK acts within the command, as in Redis: a push right after it in the same
+/// pipeline stays in the list; a second UNBLOCK of the same client answers 0 and its next
+/// command still runs; an UNBLOCK in a pipeline that resumes after a timeout takes effect.
+#[test]
+fn client_unblock_acts_within_the_command() {
+    use common::diff::{encode_cmd, Conn};
+    let mut d = DiffPair::start();
+    let id = |c: &mut Conn| c.call(&["CLIENT", "ID"]).expect("id").value.as_int().expect("int").to_string();
+    // (the blocked client's pipeline, the other client's commands given the target's id, how
+    // many replies each reads)
+    type Case<'a> = (&'a [&'a [&'a str]], fn(&str) -> Vec<Vec<String>>, usize, usize);
+    let cases: [Case; 3] = [
+        (
+            &[&["BLPOP", "a", "0"]],
+            |t| {
+                vec![
+                    vec!["CLIENT".into(), "UNBLOCK".into(), t.into()],
+                    vec!["LPUSH".into(), "a".into(), "x".into()],
+                    vec!["LLEN".into(), "a".into()],
+                ]
+            },
+            3,
+            1,
+        ),
+        (
+            &[&["BLPOP", "a", "0"], &["SET", "x", "1"]],
+            |t| {
+                vec![
+                    vec!["CLIENT".into(), "UNBLOCK".into(), t.into()],
+                    vec!["CLIENT".into(), "UNBLOCK".into(), t.into(), "ERROR".into()],
+                    vec!["GET".into(), "x".into()],
+                ]
+            },
+            3,
+            2,
+        ),
+        (
+            &[&["BLPOP", "a", "0"]],
+            |t| vec![vec!["BLPOP".into(), "q".into(), "0.1".into()], vec!["CLIENT".into(), "UNBLOCK".into(), t.into()]],
+            2,
+            1,
+        ),
+    ];
+    for (blocked_cmds, unblocker, unblocker_replies, blocked_replies) in cases {
+        d.reset_conns();
+        let _ = d.check(&["FLUSHALL"]);
+        let mut outcome = Vec::new();
+        for side in 0..2 {
+            let (r1, o1) = d.conns(1);
+            let target = if side == 0 { r1 } else { o1 };
+            let target_id = id(target);
+            let mut bytes = Vec::new();
+            for c in blocked_cmds {
+                bytes.extend(encode_cmd(c));
+            }
+            target.send(&bytes).expect("send");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let (r0, o0) = d.conns(0);
+            let other = if side == 0 { r0 } else { o0 };
+            let mut bytes = Vec::new();
+            for c in unblocker(&target_id) {
+                bytes.extend(encode_cmd(&c));
+            }
+            other.send(&bytes).expect("send");
+            let theirs: Vec<Vec<u8>> = (0..unblocker_replies).map(|_| other.read().expect("reply").raw).collect();
+            let (r1, o1) = d.conns(1);
+            let target = if side == 0 { r1 } else { o1 };
+            let mine: Vec<Vec<u8>> = (0..blocked_replies).map(|_| target.read().expect("reply").raw).collect();
+            outcome.push((theirs, mine));
+        }
+        assert_eq!(outcome[1], outcome[0], "{blocked_cmds:?}");
+    }
+}

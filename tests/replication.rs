@@ -810,3 +810,23 @@ fn publish_on_the_primary_reaches_the_subscribers_of_its_replicas() {
     assert!(got.ends_with("after-restart\r\n"), "only the new message arrives: {got:?}");
     assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut replica.client()).expect("GET"), "v");
 }
+
+/// A replica's clients run scripts in the Lua state the primary's whole scripts replay in: a
+/// cjson setting one of them changed is not what the primary's script ran under, so the
+/// state is rebuilt before the replay (the cached scripts stay).
+#[test]
+fn a_local_script_on_a_replica_does_not_change_how_the_primarys_scripts_replay() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    let replica = Server::start(&[]);
+    let mut r = replica.client();
+    replicaof(&mut r, &primary);
+    converge(&primary, &[&replica]);
+    let local: String = redis::cmd("SCRIPT").arg("LOAD").arg("return 'local'").query(&mut r).expect("SCRIPT LOAD");
+    let _: i64 = redis::cmd("EVAL").arg("cjson.encode_number_precision(1) return 1").arg(0).query(&mut r).expect("EVAL");
+    let _: () = redis::cmd("EVAL").arg("redis.call('SET', KEYS[1], cjson.encode({1.2345}))").arg(1).arg("k").query(&mut p).expect("EVAL");
+    converge(&primary, &[&replica]);
+    assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut r).expect("GET"), "[1.2345]");
+    // The replica's own cached script is still there.
+    assert_eq!(redis::cmd("EVALSHA").arg(&local).arg(0).query::<String>(&mut r).expect("EVALSHA"), "local");
+}

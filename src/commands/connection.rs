@@ -413,9 +413,9 @@ pub fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 /// ```text
 /// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
 /// ```
-/// 1 when the client waits in a blocking command (BLPOP and friends, WAIT): it is answered
-/// after this command, as at its deadline or with the UNBLOCKED error. A client held by
-/// CLIENT PAUSE is not blocked in this sense.
+/// 1 when the client waits in a blocking command (BLPOP and friends, WAIT): the executor
+/// answers it right after this command, as at its deadline or with the UNBLOCKED error. A
+/// client held by CLIENT PAUSE is not blocked in this sense.
 pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if args.len() > 4 {
         return Err(super::subcommand_syntax_error(args));

@@ -78,6 +78,9 @@ impl Executor {
     /// Serves the waiters of every ready key, in blocking order, until each key has nothing
     /// more to give. Serving may write other keys (BLMOVE) and make them ready in turn.
     pub(super) fn serve_ready(&mut self) {
+        if !self.unblocked.is_empty() {
+            self.resume_unblocked();
+        }
         while let Some(slot) = self.ready.pop_front() {
             while let Some(&id) = self.blocking.get(&slot).and_then(|q| q.front()) {
                 if !self.ks.exists(slot.0, &slot.1, self.now_ms) {
@@ -127,37 +130,69 @@ impl Executor {
                 break;
             }
             self.timeouts.pop_first();
-            self.answer_parked(id, None);
+            self.answer_parked(id);
         }
         self.serve_ready();
     }
 
-    /// CLIENT UNBLOCK: answers the clients it named (after the command, as Redis answers them
-    /// from within it) and runs the rest of their pipelines.
-    pub(super) fn serve_unblocks(&mut self) {
+    /// CLIENT UNBLOCK, right after the command (as Redis does it within the command): each
+    /// client it named that still waits in a blocking command gets its timeout reply or the
+    /// UNBLOCKED error now and leaves every queue; the rest of its pipeline stays held and
+    /// runs at the next `serve_ready` (Redis runs it from its unblocked-clients list).
+    pub(super) fn unblock_now(&mut self) {
         for (id, error) in std::mem::take(&mut self.server.unblock_list) {
-            // Redis 7.0 counts the unblocked command as failed, TIMEOUT or ERROR.
-            let blocked = self.server.clients.get(&id).and_then(|c| c.blocked.as_ref());
-            if let Some(crate::commands::Resolved::Found(cmd)) = blocked.map(|b| crate::commands::resolve(&b.cmds[b.index])) {
-                self.server.stats.command(cmd.id).failed_calls += 1;
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            let waiting =
+                client.blocked.as_ref().is_some_and(|b| !b.keys.is_empty() || b.deadline_ms.is_some()) || client.wait_target.is_some();
+            if let (true, Some(mut blocked)) = (waiting, client.blocked.take()) {
+                // Redis 7.0 counts the unblocked command as failed, TIMEOUT or ERROR.
+                if let crate::commands::Resolved::Found(cmd) = crate::commands::resolve(&blocked.cmds[blocked.index]) {
+                    self.server.stats.command(cmd.id).failed_calls += 1;
+                }
+                self.unpark(id, &blocked);
+                let acked = self.take_wait(&mut client);
+                let reply = match error {
+                    true => Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+                    false => acked.unwrap_or_else(|| blocked.timeout_reply.clone()),
+                };
+                self.emit(&mut client, &reply);
+                // Held on nothing (no key, no deadline) until its pipeline resumes.
+                blocked.keys.clear();
+                blocked.deadline_ms = None;
+                client.blocked = Some(blocked);
+                self.unblocked.push(id);
             }
-            let error = error.then(|| Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
-            self.answer_parked(id, error);
+            self.server.clients.insert(id, client);
         }
-        self.serve_ready();
     }
 
-    /// Answers a parked client with `reply`, or with its command's timeout reply (WAIT: how
-    /// many replicas acknowledged by now), and resumes its pipeline.
-    fn answer_parked(&mut self, id: ClientId, reply: Option<Reply>) {
+    /// Runs the pipelines of the clients CLIENT UNBLOCK answered.
+    fn resume_unblocked(&mut self) {
+        for id in std::mem::take(&mut self.unblocked) {
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            if let Some(blocked) = client.blocked.take() {
+                client.db = blocked.db;
+                self.resume_after_block(&mut client, blocked);
+            }
+            self.server.clients.insert(id, client);
+        }
+    }
+
+    /// WAIT's answer for a client leaving it: how many replicas acknowledged by now.
+    fn take_wait(&mut self, client: &mut Client) -> Option<Reply> {
+        let (offset, _) = client.wait_target.take()?;
+        self.waiting_acks.retain(|w| *w != client.id);
+        Some(Reply::Int(self.server.acked_replicas(offset) as i64))
+    }
+
+    /// Answers a parked client at its deadline (WAIT: how many replicas acknowledged by
+    /// now), and resumes its pipeline.
+    fn answer_parked(&mut self, id: ClientId) {
         let Some(mut client) = self.server.clients.remove(&id) else { return };
         if let Some(blocked) = client.blocked.take() {
             self.unpark(id, &blocked);
-            let acked = client.wait_target.take().map(|(offset, _)| {
-                self.waiting_acks.retain(|w| *w != id);
-                Reply::Int(self.server.acked_replicas(offset) as i64)
-            });
-            let reply = reply.or(acked).unwrap_or_else(|| blocked.timeout_reply.clone());
+            let acked = self.take_wait(&mut client);
+            let reply = acked.unwrap_or_else(|| blocked.timeout_reply.clone());
             self.emit(&mut client, &reply);
             self.resume_after_block(&mut client, blocked);
         }

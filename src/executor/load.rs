@@ -258,6 +258,15 @@ impl Executor {
                 argv[1] = body.clone();
             }
         }
+        // A whole script runs in a Lua state no earlier local script changed (a replica's
+        // clients run scripts in the same state).
+        if name.len() >= 4 && name[..4].eq_ignore_ascii_case(b"eval") {
+            if let Some(engine) = self.server.scripts.as_mut() {
+                if let Err(e) = engine.untaint() {
+                    crate::log::warning(&format!("Rebuilding the Lua state: {e}"));
+                }
+            }
+        }
         self.execute(loader, &argv);
         // The bodies this epoch holds: EVAL and SCRIPT LOAD records add theirs, SCRIPT FLUSH
         // empties the table.

@@ -172,6 +172,8 @@ pub struct Executor {
     /// A replica is applying its primary's live stream (not a load from disk): the
     /// PUBLISH records in it reach this server's subscribers.
     live_stream: bool,
+    /// Clients CLIENT UNBLOCK answered whose pipelines wait to resume (see `unblock_now`).
+    unblocked: Vec<ClientId>,
     /// Clients parked in WAIT.
     waiting_acks: Vec<ClientId>,
     /// When the replication cron last ran (ms).
@@ -260,6 +262,7 @@ impl Executor {
             master_client: None,
             master_db: 0,
             live_stream: false,
+            unblocked: Vec::new(),
             waiting_acks: Vec::new(),
             repl_cron_ms: 0,
             ack_wanted: false,
@@ -440,9 +443,6 @@ impl Executor {
                 self.finish_step(&mut client);
                 self.server.clients.insert(id, client);
                 self.serve_ready();
-                if !self.server.unblock_list.is_empty() {
-                    self.serve_unblocks();
-                }
                 if !self.postponed.is_empty() && self.server.pause.is_none() {
                     self.resume_postponed();
                 }
@@ -655,6 +655,8 @@ impl Executor {
             }
             self.server.clients.insert(id, client);
         }
+        // What the resumed pipelines wrote wakes its waiters (and CLIENT UNBLOCK's targets go on).
+        self.serve_ready();
     }
 
     /// After a pause ends: the postponed clients go on, in the order they stopped.
@@ -720,6 +722,9 @@ impl Executor {
         self.exec_depth += 1;
         let reply = self.execute_checked(client, args, resolved);
         self.exec_depth -= 1;
+        if !self.server.unblock_list.is_empty() {
+            self.unblock_now();
+        }
         if self.exec_depth == 0 {
             if self.logging() && self.commit_pending() {
                 client.log_wait = self.aof.as_ref().map_or(0, |a| a.buffered_end());

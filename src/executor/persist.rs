@@ -19,7 +19,7 @@ use crate::commands::CommandSpec;
 use crate::log;
 use crate::protocol::Reply;
 use crate::scripting::ScriptOutcome;
-use crate::scripting::REPL_AOF;
+use crate::scripting::{REPL_AOF, REPL_REPLICA};
 use crate::state::Client;
 
 /// One record waiting for the end of its top-level command.
@@ -28,6 +28,11 @@ pub(super) struct Pending {
     argv: Vec<Bytes>,
     /// A script's frozen time (the `#MS:` annotation before it).
     time_ms: Option<i64>,
+}
+
+/// A PUBLISH or SPUBLISH record.
+fn is_publish(argv: &[Bytes]) -> bool {
+    argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"publish") || n.eq_ignore_ascii_case(b"spublish"))
 }
 
 fn b(s: &str) -> Bytes {
@@ -258,10 +263,11 @@ impl Executor {
         }
     }
 
-    /// Whether a PUBLISH goes in the log: only for replicas (as Redis propagates it to them
-    /// and not to its AOF), so only once one has connected (the backlog exists).
+    /// Whether a PUBLISH goes in the log: only for replicas (Redis propagates it to them and
+    /// not to its AOF), so only while one is connected, and not while the log cannot be
+    /// written (a message must not wait for the disk: Redis's PUBLISH works then).
     pub(super) fn publishing_to_replicas(&self) -> bool {
-        self.recording() && (self.server.repl.backlog.is_some() || !self.server.repl.replicas.is_empty())
+        self.recording() && !self.server.repl.replicas.is_empty() && self.aof.as_ref().is_some_and(|a| a.write_error.is_none())
     }
 
     /// Queues a PUBLISH or SPUBLISH for the replicas' subscribers (loading skips it).
@@ -288,7 +294,9 @@ impl Executor {
         // same keys at the same frozen time on replay).
         let effects = outcome.effects.iter().enumerate().filter(|(i, e)| {
             if (outcome.wrote || outcome.published) && outcome.random_dirty {
-                deletion(*i) || e.repl as i64 & REPL_AOF != 0
+                // A message is for the replicas: it follows the set_repl replica bit.
+                let bit = if is_publish(&e.argv) { REPL_REPLICA } else { REPL_AOF };
+                deletion(*i) || e.repl as i64 & bit != 0
             } else {
                 deletion(*i)
             }

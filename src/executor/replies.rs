@@ -90,6 +90,8 @@ impl Executor {
                 return;
             }
         }
+        self.server.stats.net_output_bytes += client.out.len() as u64;
+        self.server.stats.writes_processed += u64::from(!client.out.is_empty());
         Self::send_output(client, OutputLimit::default());
     }
 

@@ -39,7 +39,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Value, VmState};
 use sha1::{Digest, Sha1};
 
-pub use api::{remember_command, REPL_AOF};
+pub use api::{remember_command, REPL_AOF, REPL_REPLICA};
 pub use watch::{KillOutcome, RunningFunction, ScriptWatch};
 
 use crate::protocol::{ProtocolVersion, Reply};
@@ -313,6 +313,22 @@ impl ScriptEngine {
         self.index.clear();
         self.last.set(None);
         self.bodies_bytes = 0;
+        Ok(())
+    }
+
+    /// Rebuilds the Lua state when a script changed it for those after it (`RunState::tainted`),
+    /// keeping the cached scripts: a script of the log or of a primary's stream must run as
+    /// it ran where it was recorded, not under a replica's or a past run's cjson settings.
+    pub fn untaint(&mut self) -> mlua::Result<()> {
+        if !self.lua.app_data_ref::<RunState>().is_some_and(|r| r.tainted) {
+            return Ok(());
+        }
+        let bodies: Vec<Bytes> = self.scripts.iter().map(|s| s.body.clone()).collect();
+        self.flush()?;
+        for body in bodies {
+            // They compiled before: they compile again.
+            let _ = self.load(&body);
+        }
         Ok(())
     }
 
