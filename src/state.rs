@@ -410,6 +410,8 @@ pub struct Stats {
     pub total_error_replies: u64,
     /// Per command id (see `CommandSpec::id`): calls, time, failures.
     pub commands: Vec<CommandStat>,
+    /// Per command id: its latency histogram, from its first call (`latency-tracking`).
+    pub latency: Vec<Option<Box<crate::latency::Histogram>>>,
     /// Per error code word (`ERR`, `WRONGTYPE`...): count.
     pub errors: HashMap<String, u64>,
 }
@@ -425,6 +427,14 @@ impl Stats {
                 self.errors.insert(code.to_string(), 1);
             }
         }
+    }
+
+    /// Records one call of command `id` that took `usec` (in ns, as Redis records it).
+    pub fn record_latency(&mut self, id: usize, usec: u64) {
+        if id >= self.latency.len() {
+            self.latency.resize_with(id + 1, || None);
+        }
+        self.latency[id].get_or_insert_with(Default::default).record(usec.saturating_mul(1000));
     }
 
     /// The counters of command `id`.
@@ -521,6 +531,8 @@ pub struct ServerState {
     pub latency: crate::latency::LatencyMonitor,
     /// Cached from the config: `latency-monitor-threshold` in ms (0: off).
     pub latency_threshold_ms: u64,
+    /// Cached from the config: `latency-tracking` (per-command histograms).
+    pub latency_tracking: bool,
     pub min_replicas: (usize, i64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
@@ -620,6 +632,7 @@ impl ServerState {
             latency: crate::latency::LatencyMonitor::default(),
             tracking: crate::tracking::TrackingTable::default(),
             latency_threshold_ms: 0,
+            latency_tracking: true,
             min_replicas: (0, 10),
             notifications: Vec::new(),
             active_expire_enabled: true,
@@ -719,6 +732,7 @@ impl ServerState {
         self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
         self.encoding_limits = crate::commands::build_limits(&self.config);
         self.latency_threshold_ms = self.config.get_int("latency-monitor-threshold").max(0) as u64;
+        self.latency_tracking = self.config.get_bool("latency-tracking");
         self.notify_flags = self.config.notify_flags;
         self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
         self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");

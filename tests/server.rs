@@ -217,3 +217,52 @@ fn info_stats_counts_network_reads_and_writes_like_redis() {
     }
     assert_eq!(figures[1], figures[0]);
 }
+
+/// INFO latencystats and LATENCY HISTOGRAM: per-command histograms as Redis keeps them (the
+/// same commands listed, percentiles printed with 3 decimals from Redis's bucket layout,
+/// cumulative counts at powers of two microseconds), off with `latency-tracking no`, emptied
+/// by CONFIG RESETSTAT.
+#[test]
+fn latency_histograms_per_command() {
+    let mut d = common::diff::DiffPair::start();
+    let mut names = Vec::new();
+    for side in 0..2 {
+        let (r, o) = d.conns(0);
+        let c = if side == 0 { r } else { o };
+        let text = |c: &mut common::diff::Conn, args: &[&str]| {
+            String::from_utf8_lossy(c.call(args).expect("reply").value.as_bytes().unwrap_or_default()).into_owned()
+        };
+        c.call(&["CONFIG", "RESETSTAT"]).expect("resetstat");
+        c.call(&["SET", "a", "b"]).expect("set");
+        for _ in 0..3 {
+            c.call(&["GET", "a"]).expect("get");
+        }
+        c.call(&["CLIENT", "ID"]).expect("client id");
+        let info = text(c, &["INFO", "latencystats"]);
+        let mut lines: Vec<String> =
+            info.lines().skip(1).filter(|l| !l.is_empty()).map(|l| l.split(':').next().unwrap_or("").to_string()).collect();
+        lines.sort();
+        names.push(lines);
+        for line in info.lines().skip(1).filter(|l| !l.is_empty()) {
+            let values = line.split(':').nth(1).expect("values");
+            let labels: Vec<&str> = values.split(',').map(|kv| kv.split('=').next().unwrap_or("")).collect();
+            assert_eq!(labels, ["p50", "p99", "p99.9"], "{line}");
+            for kv in values.split(',') {
+                let v = kv.split('=').nth(1).expect("value");
+                assert!(v.parse::<f64>().is_ok() && v.split('.').nth(1).map(str::len) == Some(3), "{line}");
+            }
+        }
+        // RESP3: a map of command -> {calls, histogram_usec: {usec: cumulative}}.
+        let raw = c.call(&["LATENCY", "HISTOGRAM", "get", "nosuch"]).expect("histogram").raw;
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        assert!(text.starts_with("*2\r\n$3\r\nget\r\n*4\r\n$5\r\ncalls\r\n:3\r\n$14\r\nhistogram_usec\r\n*"), "{text:?}");
+    }
+    assert_eq!(names[1], names[0], "the same commands have histograms");
+    let s = Server::start(&[]);
+    let mut c = s.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("latency-tracking").arg("no").query(&mut c).expect("config");
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).expect("resetstat");
+    let _: Option<String> = redis::cmd("GET").arg("a").query(&mut c).expect("get");
+    let info: String = redis::cmd("INFO").arg("latencystats").query(&mut c).expect("info");
+    assert!(!info.contains("latency_percentiles_usec_get"), "{info}");
+}

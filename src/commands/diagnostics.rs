@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{arg_i64, help, help_reply, CmdError, Ctx};
+use super::{arg_i64, help, help_reply, CmdError, CommandSpec, Ctx};
 use crate::protocol::Reply;
 use crate::util::eq_ignore_case;
 
@@ -251,8 +251,32 @@ pub fn latency_graph(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdEr
     Err(CmdError::other("ERR LATENCY GRAPH is not supported by Vermilion: use LATENCY HISTORY"))
 }
 
-pub fn latency_histogram(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Err(CmdError::other("ERR LATENCY HISTOGRAM is not supported by Vermilion: INFO commandstats has each command's calls and time"))
+/// The commands with a latency histogram, in the table's order (subcommands after their
+/// container), by full name.
+pub fn latency_histograms(s: &crate::state::ServerState) -> Vec<(&'static str, &crate::latency::Histogram)> {
+    let histogram = |c: &CommandSpec| s.stats.latency.get(c.id).and_then(|h| h.as_deref()).map(|h| (c.name, h));
+    super::all_commands().filter_map(histogram).collect()
+}
+
+/// ```text
+/// LATENCY HISTOGRAM [command ...]
+/// ```
+/// Each command's calls and cumulative counts at powers of two microseconds (Redis's
+/// histogram_usec); named commands include their subcommands; unknown names are skipped.
+pub fn latency_histogram(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let all = latency_histograms(ctx.server);
+    let wanted = |name: &str| {
+        args.len() == 2
+            || args[2..].iter().any(|a| {
+                let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+                name == a || name.split_once('|').is_some_and(|(container, _)| container == a)
+            })
+    };
+    let entry = |h: &crate::latency::Histogram| {
+        let buckets = h.cumulative_usec().into_iter().map(|(us, n)| (Reply::Int(us as i64), Reply::Int(n as i64))).collect();
+        Reply::Map(vec![(Reply::bulk(b"calls"), Reply::Int(h.total() as i64)), (Reply::bulk(b"histogram_usec"), Reply::Map(buckets))])
+    };
+    Ok(Reply::Map(all.into_iter().filter(|(name, _)| wanted(name)).map(|(name, h)| (Reply::bulk(name.as_bytes()), entry(h))).collect()))
 }
 
 pub fn latency_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {

@@ -237,7 +237,19 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "modules" => out.push_str("# Modules\r\n"),
         "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
-        "latencystats" => out.push_str("# Latencystats\r\n"),
+        "latencystats" => {
+            out.push_str("# Latencystats\r\n");
+            let percentiles: Vec<(&str, f64)> =
+                s.config.get("latency-tracking-info-percentiles").split(' ').filter_map(|w| w.parse().ok().map(|p| (w, p))).collect();
+            for (name, h) in super::diagnostics::latency_histograms(s) {
+                let _ = write!(out, "latency_percentiles_usec_{name}:");
+                for (i, (label, p)) in percentiles.iter().enumerate() {
+                    let sep = if i + 1 < percentiles.len() { "," } else { "" };
+                    let _ = write!(out, "p{label}={:.3}{sep}", h.value_at_percentile(*p) as f64 / 1000.0);
+                }
+                out.push_str("\r\n");
+            }
+        }
         "errorstats" => {
             out.push_str("# Errorstats\r\n");
             let mut errors: Vec<(&String, &u64)> = s.stats.errors.iter().collect();

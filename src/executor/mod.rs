@@ -863,6 +863,9 @@ impl Executor {
             if reply.is_error() {
                 stat.failed_calls += 1;
             }
+            if self.server.latency_tracking {
+                self.server.stats.record_latency(cmd.id, elapsed);
+            }
         }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
@@ -940,6 +943,10 @@ impl Executor {
         stat.usec += elapsed;
         if reply.is_error() {
             stat.failed_calls += 1;
+        }
+        // A script's EVAL is recorded when it ends, with the script's time.
+        if self.server.latency_tracking && end.is_some() {
+            self.server.stats.record_latency(cmd.id, elapsed);
         }
         (reply, end)
     }
