@@ -14,13 +14,16 @@
 
 mod after_command;
 mod blocking;
+mod checks;
 mod cron;
+mod flow;
 mod inbox;
 mod load;
 mod persist;
 mod replicate;
 mod replies;
 mod script;
+mod transaction;
 
 use crate::clock::Stamp;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -546,64 +549,6 @@ impl Executor {
         encode_reply(reply, client.proto, &mut client.out);
     }
 
-    /// CLIENT PAUSE: whether this command has to wait (all commands, or writes only).
-    fn must_wait_for_pause(&mut self, args: &[Bytes]) -> bool {
-        let Some((until, all)) = self.server.pause else { return false };
-        if Instant::now() >= until {
-            self.server.pause = None;
-            return false;
-        }
-        if all {
-            return true;
-        }
-        let Resolved::Found(cmd) = commands::resolve(args) else { return false };
-        match self.declared_writes(cmd, args) {
-            Some(writes) => writes,
-            None => cmd.has(Flag::Write) || cmd.has(Flag::MayReplicate),
-        }
-    }
-
-    /// The flags an EVAL, EVALSHA or FCALL's script declares (a shebang; every function
-    /// does): Redis's `scriptFlagsToCmdFlags` then replaces the command's own write,
-    /// may-replicate, deny-oom and stale flags. `None` for a script without flags.
-    fn declared_flags(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<crate::scripting::ScriptFlags> {
-        let engine = self.server.scripts.as_deref()?;
-        let flags = match cmd.name {
-            "eval" | "eval_ro" => crate::scripting::ScriptFlags::parse(&args[1]).ok()?,
-            "evalsha" | "evalsha_ro" => engine.get(&args[1])?.flags,
-            "fcall" | "fcall_ro" => engine.functions.get(&args[1])?.flags,
-            _ => return None,
-        };
-        (!flags.compat).then_some(flags)
-    }
-
-    /// Whether the script of an EVAL, EVALSHA or FCALL writes, when it declares flags.
-    fn declared_writes(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<bool> {
-        self.declared_flags(cmd, args).map(|f| !f.no_writes)
-    }
-
-    /// Whether `test` holds for the command, or, for EXEC, for one of the commands it would
-    /// run: Redis adds the queued commands' flags to EXEC's (all or nothing).
-    fn any_to_run(client: &Client, cmd: &CommandSpec, args: &[Bytes], test: impl Fn(&CommandSpec, &[Bytes]) -> bool) -> bool {
-        match (cmd.name, client.multi.as_ref()) {
-            ("exec", Some(queue)) => queue.iter().any(|(c, a)| test(c, a)),
-            _ => test(cmd, args),
-        }
-    }
-
-    /// Whether a command may run on a stale replica: its `stale` flag, or for a script that
-    /// declares flags, its `allow-stale`.
-    fn allowed_when_stale(&self, cmd: &CommandSpec, args: &[Bytes]) -> bool {
-        self.declared_flags(cmd, args).map_or(cmd.has(Flag::Stale), |f| f.allow_stale)
-    }
-
-    /// Holds a client at `cmds[index]` until the pause ends.
-    fn postpone(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
-        self.send_early(client);
-        client.blocked = Some(crate::state::Blocked::held(cmds, index, client.db, protocol_error));
-        self.postponed.push_back(client.id);
-    }
-
     /// After a tracking client's command: invalidations its own command raised follow the
     /// reply, and CLIENT CACHING's choice lasts one command (outside MULTI, CLIENT excepted).
     fn after_tracked_command(&mut self, client: &mut Client, args: &[Bytes]) {
@@ -617,67 +562,6 @@ impl Executor {
                 m.caching = None;
             }
         }
-    }
-
-    /// Sends what the client's batch has answered so far and tells whether the replies not
-    /// yet written to its socket are over the high water mark. The connection task is asked
-    /// (`ConnFlags::throttled`) to say when they drain, before the check, so no drain is missed.
-    fn output_backlogged(&mut self, client: &mut Client) -> bool {
-        self.send_early(client);
-        client.flags.throttled.store(true, std::sync::atomic::Ordering::Release);
-        let pending = client.out.len() as u64 + client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire);
-        if pending < OUTPUT_HIGH_WATER {
-            client.flags.throttled.store(false, std::sync::atomic::Ordering::Release);
-            return false;
-        }
-        true
-    }
-
-    /// Holds a client at `cmds[index]` until its output drains (see `output_backlogged`).
-    fn throttle(&mut self, client: &mut Client, cmds: Vec<Vec<Bytes>>, index: usize, protocol_error: Option<String>) {
-        client.blocked = Some(crate::state::Blocked::held(cmds, index, client.db, protocol_error));
-        self.throttled.push(client.id);
-    }
-
-    /// Throttled clients whose output drained below the low water mark go on.
-    fn resume_throttled(&mut self) {
-        let ids = std::mem::take(&mut self.throttled);
-        for id in ids {
-            let Some(mut client) = self.server.clients.remove(&id) else { continue };
-            let pending = client.out.len() as u64 + client.flags.task_pending.load(std::sync::atomic::Ordering::Acquire);
-            if pending >= OUTPUT_LOW_WATER {
-                client.flags.throttled.store(true, std::sync::atomic::Ordering::Release);
-                self.throttled.push(id);
-            } else if let Some(b) = client.blocked.take() {
-                client.db = b.db;
-                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error, None);
-                self.finish_step(&mut client);
-            }
-            self.server.clients.insert(id, client);
-        }
-        // What the resumed pipelines wrote wakes its waiters (and CLIENT UNBLOCK's targets go on).
-        self.serve_ready();
-    }
-
-    /// After a pause ends: the postponed clients go on, in the order they stopped.
-    fn resume_postponed(&mut self) {
-        if self.server.pause.is_some_and(|(until, _)| Instant::now() < until) {
-            return;
-        }
-        self.server.pause = None;
-        while let Some(id) = self.postponed.pop_front() {
-            let Some(mut client) = self.server.clients.remove(&id) else { continue };
-            if let Some(b) = client.blocked.take() {
-                client.db = b.db;
-                self.run_commands(&mut client, b.cmds, b.index, b.protocol_error, None);
-                self.finish_step(&mut client);
-            }
-            self.server.clients.insert(id, client);
-            if self.server.pause.is_some() {
-                break;
-            }
-        }
-        self.serve_ready();
     }
 
     /// Forgets a client (disconnected or killed), including any place it holds in a queue.
@@ -955,137 +839,6 @@ impl Executor {
     /// baseline for the server's own structures.
     pub fn used_memory(ks: &Keyspace) -> usize {
         ks.total_mem() + USED_MEMORY_BASELINE
-    }
-
-    /// Under `maxmemory`, evicts per `maxmemory-policy` before a command runs (as Redis does
-    /// in processCommand); false when memory is still over the limit afterwards.
-    fn within_maxmemory(&mut self) -> bool {
-        let maxmemory = self.server.maxmemory;
-        if maxmemory == 0 || Self::used_memory(&self.ks) <= maxmemory {
-            return true;
-        }
-        // A replica's data is its primary's (`replica-ignore-maxmemory yes`, the default).
-        if self.server.repl.master.is_some() && self.server.config.get("replica-ignore-maxmemory") == "yes" {
-            return true;
-        }
-        let policy = crate::db::evict::Policy::parse(self.server.config.get("maxmemory-policy"));
-        let samples = self.server.config.get_int("maxmemory-samples").clamp(1, 64) as usize;
-        self.ks.evict(policy, samples, maxmemory, self.now_ms, &Self::used_memory)
-    }
-
-    /// `cmd` refused before running. A refused EXEC discards the transaction and says why
-    /// (Redis's execCommandAbort: the error's code is kept, except ERR).
-    fn refuse(&mut self, client: &mut Client, cmd: &CommandSpec, reply: Reply) -> Reply {
-        // Every refusal counts (Redis's rejectCommand): arity, NOAUTH, ACL, OOM, READONLY...
-        self.server.stats.command(cmd.id).rejected_calls += 1;
-        if cmd.name != "exec" {
-            return Self::reject(client, reply);
-        }
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-        commands::transactions::discard_transaction(&mut ctx);
-        let Reply::Error(text) = reply else { return reply };
-        let why = text.strip_prefix("ERR ").unwrap_or(&text);
-        Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into())
-    }
-
-    /// A command refused before running: inside MULTI it also dooms the transaction.
-    fn reject(client: &mut Client, reply: Reply) -> Reply {
-        if client.multi.is_some() {
-            client.multi_dirty = true;
-        }
-        reply
-    }
-
-    /// Whether the client's user may run `args` (command, keys, channels), nothing logged.
-    pub(crate) fn acl_verdict(&self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) -> Result<(), crate::acl::Denied> {
-        if client.superuser || (self.server.acl.all_unrestricted && !client.acl_revoked) {
-            return Ok(());
-        }
-        // A deleted user's client (closed after this batch) runs nothing more.
-        match self.server.acl.users.get(&client.user).filter(|_| !client.acl_revoked) {
-            Some(user) => user.check(cmd, args),
-            None => Err(crate::acl::Denied::Command),
-        }
-    }
-
-    /// Checks the client's user may run `args` (command, keys, channels); a refusal is
-    /// logged (ACL LOG) and answered with Redis's text for where it happened.
-    pub(crate) fn acl_check(&mut self, client: &mut Client, cmd: &'static commands::CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
-        let Err(denied) = self.acl_verdict(client, cmd, args) else { return Ok(()) };
-        let (context, text) = if client.in_script {
-            let text = match denied {
-                crate::acl::Denied::Command => "ERR The user executing the script can't run this command or subcommand",
-                crate::acl::Denied::Key(_) => {
-                    "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
-                }
-                crate::acl::Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
-            };
-            ("lua", text.to_string())
-        } else if client.in_exec() {
-            let reason = match denied {
-                crate::acl::Denied::Command => "no permission to execute the command or subcommand",
-                crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
-                crate::acl::Denied::Channel(_) => "no permission to access one of the channels used as arguments",
-            };
-            ("multi", format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"))
-        } else {
-            let text = match denied {
-                crate::acl::Denied::Command => format!("NOPERM this user has no permissions to run the '{}' command", cmd.name),
-                crate::acl::Denied::Key(_) => "NOPERM this user has no permissions to access one of the keys used as arguments".into(),
-                crate::acl::Denied::Channel(_) => {
-                    "NOPERM this user has no permissions to access one of the channels used as arguments".into()
-                }
-            };
-            (if client.multi.is_some() { "multi" } else { "toplevel" }, text)
-        };
-        let (reason, object) = match denied {
-            crate::acl::Denied::Command => ("command", cmd.name.to_string()),
-            crate::acl::Denied::Key(i) => ("key", String::from_utf8_lossy(&args[i]).into_owned()),
-            crate::acl::Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
-        };
-        let username = client.user.clone();
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-        commands::connection::log_denial(&mut ctx, reason, context, object, username);
-        Err(Reply::Error(text.into()))
-    }
-
-    /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
-    /// one thread) and answers their replies as one array; or EXECABORT / a null array.
-    fn exec_transaction(&mut self, client: &mut Client) -> Reply {
-        let queued = client.multi.take().unwrap_or_default();
-        // A watched key whose time ran out since WATCH counts as changed (Redis 7).
-        let now = self.now_ms;
-        let expired = |(db, key): &(usize, Bytes)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now));
-        if client.watched.iter().any(|w| expired(w) && !client.watched_expired.contains(w)) {
-            client.cas_dirty = true;
-        }
-        let reply = if client.multi_dirty {
-            Reply::error("EXECABORT Transaction discarded because of previous errors.")
-        } else if client.cas_dirty {
-            Reply::NilArray
-        } else {
-            client.deny_blocking = true;
-            client.exec_queued = Some(queued.len());
-            let mut replies = Vec::with_capacity(queued.len());
-            for (cmd, args) in &queued {
-                let mut r = self.execute_args(client, Args::Borrowed(args), Some(cmd));
-                // A blocking command inside a transaction answers as if it timed out.
-                if let Some(request) = client.block_request.take() {
-                    r = request.timeout_reply;
-                }
-                // Each error in the EXEC array is an error reply for INFO, as in Redis.
-                if let Reply::Error(text) = &r {
-                    self.server.stats.count_error(text);
-                }
-                replies.push(r);
-            }
-            client.deny_blocking = false;
-            client.exec_queued = None;
-            Reply::Array(replies)
-        };
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
-        commands::transactions::discard_transaction(&mut ctx);
-        reply
     }
 }
 
