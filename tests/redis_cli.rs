@@ -149,3 +149,38 @@ fn rdb_transfers_fail_cleanly() {
     assert_eq!(c.call(&[b"REPLCONF", b"rdb-filter-only", b"bogus"]), b"-ERR Unsupported rdb-filter-only option: bogus\r\n");
     assert_eq!(c.call(&[b"REPLCONF", b"rdb-filter-only", b""]), b"+OK\r\n");
 }
+
+/// `redis-cli --replica` (SYNC) prints the commands the primary logs: it gets the snapshot to
+/// skip, then plain commands without the log's annotations (which stopped it at the first
+/// `#` line with "Bad bool value").
+#[test]
+fn replica_mode_prints_the_stream() {
+    let server = Server::start(&["--appendonly", "yes"]);
+    let mut c = server.raw();
+    assert_eq!(c.call(&[b"SET", b"before", b"1"]), b"+OK\r\n");
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &server.port.to_string(), "--replica"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    // Wait for the sync to be served (the replica shows in INFO), then write.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !String::from_utf8_lossy(&c.call(&[b"INFO", b"replication"])).contains("connected_slaves:1") {
+        assert!(std::time::Instant::now() < deadline, "redis-cli --replica never attached");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(c.call(&[b"SET", b"a", b"1"]), b"+OK\r\n");
+    assert_eq!(c.call(&[b"EVAL", b"return redis.call('INCR', KEYS[1])", b"1", b"n"]), b":1\r\n");
+    assert_eq!(c.call(&[b"SET", b"last", b"x"]), b"+OK\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("SYNC done. Logging commands from master."), "{text}");
+    assert!(text.contains("\"SET\",\"a\",\"1\""), "{text}");
+    assert!(text.contains("\"EVAL\",\"return redis.call('INCR', KEYS[1])\",\"1\",\"n\""), "{text}");
+    assert!(text.contains("\"SET\",\"last\",\"x\""), "{text}");
+    assert!(!text.contains("Bad bool") && !text.contains("before"), "{text}");
+}

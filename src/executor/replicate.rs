@@ -208,6 +208,8 @@ impl Executor {
         }
         let now = self.now_ms;
         let mut full = false;
+        // A SYNC client (redis-cli --replica) gets the commands without annotations.
+        let mut plain: Option<Vec<u8>> = None;
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
@@ -215,8 +217,13 @@ impl Executor {
                 continue;
             }
             peer.last_sent_ms = now;
-            for s in &segments {
-                c.out.extend_from_slice(s);
+            if peer.legacy {
+                let plain = plain.get_or_insert_with(|| segments.iter().flat_map(|s| format::plain_commands(s)).collect());
+                c.out.extend_from_slice(plain);
+            } else {
+                for s in &segments {
+                    c.out.extend_from_slice(s);
+                }
             }
             full |= c.out.len() >= REPL_FLUSH_BYTES;
         }
@@ -294,7 +301,18 @@ impl Executor {
             peer.ack_offset = 0;
             peer.ack_time_ms = crate::clock::now_ms();
             peer.last_sent_ms = peer.ack_time_ms;
-            Self::send_job(c, format!("${len}\r\n").into_bytes(), vec![(base_file, 0, len), (incr_file, 0, end - origin)]);
+            let head = format!("${len}\r\n").into_bytes();
+            if peer.legacy {
+                // The snapshot (which a SYNC client skips), then the log since as plain commands.
+                let mut since = vec![0u8; (end - origin) as usize];
+                let read = std::os::unix::fs::FileExt::read_exact_at(&incr_file, &mut since, 0);
+                Self::send_job(c, head, vec![(base_file, 0, len)]);
+                if read.is_ok() {
+                    c.out.extend_from_slice(&format::plain_commands(&since));
+                }
+            } else {
+                Self::send_job(c, head, vec![(base_file, 0, len), (incr_file, 0, end - origin)]);
+            }
             log::notice(&format!(
                 "Synchronization with replica id={id} succeeded ({len} bytes of snapshot, {} bytes of log)",
                 end - origin
