@@ -285,9 +285,15 @@ fn client_unblock_leaves_paused_clients_alone() {
     assert_eq!(s(held.read_reply()), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
 }
 
+fn cmd(text: &str) -> Vec<String> {
+    text.split(' ').map(String::from).collect()
+}
+
 /// CLIENT UNBLOCK acts within the command, as in Redis: a push right after it in the same
 /// pipeline stays in the list; a second UNBLOCK of the same client answers 0 and its next
 /// command still runs; an UNBLOCK in a pipeline that resumes after a timeout takes effect.
+/// And a waiter is served right after the command that pushed, before the pusher's next
+/// one (Redis serves blocked clients after every command).
 #[test]
 fn client_unblock_acts_within_the_command() {
     use common::diff::{encode_cmd, Conn};
@@ -296,7 +302,7 @@ fn client_unblock_acts_within_the_command() {
     // (the blocked client's pipeline, the other client's commands given the target's id, how
     // many replies each reads)
     type Case<'a> = (&'a [&'a [&'a str]], fn(&str) -> Vec<Vec<String>>, usize, usize);
-    let cases: [Case; 3] = [
+    let cases: [Case; 6] = [
         (
             &[&["BLPOP", "a", "0"]],
             |t| {
@@ -327,6 +333,10 @@ fn client_unblock_acts_within_the_command() {
             2,
             1,
         ),
+        // A waiter is served right after the push, before the pusher's next command.
+        (&[&["BLPOP", "l", "0"], &["PING"]], |_| vec![cmd("RPUSH l v1"), cmd("LPOP l"), cmd("LRANGE l 0 -1")], 3, 2),
+        (&[&["BLPOP", "l", "0"], &["PING"]], |_| vec![cmd("RPUSH l v1"), cmd("RPUSH l v2"), cmd("LRANGE l 0 -1")], 3, 2),
+        (&[&["BLPOP", "l", "0"], &["PING"]], |_| vec![cmd("RPUSH l v1"), cmd("DEL l"), cmd("LRANGE l 0 -1")], 3, 2),
     ];
     for (blocked_cmds, unblocker, unblocker_replies, blocked_replies) in cases {
         d.reset_conns();

@@ -78,9 +78,17 @@ impl Executor {
     /// Serves the waiters of every ready key, in blocking order, until each key has nothing
     /// more to give. Serving may write other keys (BLMOVE) and make them ready in turn.
     pub(super) fn serve_ready(&mut self) {
-        if !self.unblocked.is_empty() {
+        loop {
+            self.serve_keys();
+            if self.unblocked.is_empty() {
+                return;
+            }
+            // Their pipelines may write keys others wait on: served in the next round.
             self.resume_unblocked();
         }
+    }
+
+    fn serve_keys(&mut self) {
         while let Some(slot) = self.ready.pop_front() {
             while let Some(&id) = self.blocking.get(&slot).and_then(|q| q.front()) {
                 if !self.ks.exists(slot.0, &slot.1, self.now_ms) {

@@ -175,7 +175,9 @@ pub struct Executor {
     /// A replica is applying its primary's live stream (not a load from disk): the
     /// PUBLISH records in it reach this server's subscribers.
     live_stream: bool,
-    /// Clients CLIENT UNBLOCK answered whose pipelines wait to resume (see `unblock_now`).
+    /// Clients whose pipelines wait to resume at the next `serve_ready`: those CLIENT
+    /// UNBLOCK answered (see `unblock_now`), and those that wrote a key clients wait on (the
+    /// waiters are served first, as Redis serves them after every command).
     unblocked: Vec<ClientId>,
     /// Clients parked in WAIT.
     waiting_acks: Vec<ClientId>,
@@ -510,6 +512,14 @@ impl Executor {
             client.reply_skip = std::mem::take(&mut client.reply_skip_next);
             if client.tracking.is_some() {
                 self.after_tracked_command(client, &cmds[i]);
+            }
+            // The command wrote a key clients wait on: Redis serves them before the next
+            // command, so the rest of this pipeline waits until they are served (it resumes
+            // in `serve_ready`, once this client is back in the table).
+            if !self.ready.is_empty() && i + 1 < cmds.len() && client.multi.is_none() {
+                client.blocked = Some(crate::state::Blocked::held(cmds, i, client.db, protocol_error));
+                self.unblocked.push(client.id);
+                return;
             }
             // A client that pipelines without reading: once its unsent replies pass the high
             // water mark, the rest of its batch waits until they drain.
