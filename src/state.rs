@@ -266,7 +266,8 @@ pub struct Blocked {
 }
 
 impl Blocked {
-    /// A batch held at `cmds[index]` on no key and with no deadline (a pause, a full output).
+    /// A batch held at `cmds[index]` on no key and with no deadline (a pause, a full output;
+    /// or, resumed after `index`, a writer waiting for the waiters it served).
     pub fn held(cmds: Vec<Vec<Bytes>>, index: usize, db: usize, protocol_error: Option<String>) -> Self {
         Blocked { cmds, index, db, keys: Vec::new(), deadline_ms: None, timeout_reply: crate::protocol::Reply::NoReply, protocol_error }
     }

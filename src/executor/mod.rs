@@ -517,6 +517,7 @@ impl Executor {
             // command, so the rest of this pipeline waits until they are served (it resumes
             // in `serve_ready`, once this client is back in the table).
             if !self.ready.is_empty() && i + 1 < cmds.len() && client.multi.is_none() {
+                // `index` is the command already answered: `resume_after_block` goes on after it.
                 client.blocked = Some(crate::state::Blocked::held(cmds, i, client.db, protocol_error));
                 self.unblocked.push(client.id);
                 return;
@@ -820,7 +821,7 @@ impl Executor {
             self.signal_modified(client, cmd, &args[..1]);
         } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
-        } else if matches!(cmd.name, "publish" | "spublish") && !client.in_script && self.publishing_to_replicas() {
+        } else if persist::publishes(cmd) && !client.in_script && self.publishing_to_replicas() {
             self.log_publish(client, args);
         }
         for (db, key) in wiped {

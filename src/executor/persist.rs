@@ -35,6 +35,11 @@ fn is_publish(argv: &[Bytes]) -> bool {
     argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"publish") || n.eq_ignore_ascii_case(b"spublish"))
 }
 
+/// The commands whose messages go to replicas (PUBLISH, SPUBLISH).
+pub(super) fn publishes(cmd: &CommandSpec) -> bool {
+    matches!(cmd.name, "publish" | "spublish")
+}
+
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }

@@ -353,7 +353,7 @@ impl ScriptBridge<'_> {
         if let Some(request) = self.client.block_request.take() {
             reply = request.timeout_reply;
         }
-        if matches!(cmd.name, "publish" | "spublish") && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
+        if super::persist::publishes(cmd) && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
             self.outcome.published = true;
             self.outcome.effects.push(Effect { db, argv: argv.clone(), repl });
         }

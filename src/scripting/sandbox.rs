@@ -183,7 +183,8 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
         watch_global(&lua, "tostring", watched_tostring)?;
         watch_global(&lua, "collectgarbage", watched_collectgarbage)?;
         watch_global(&lua, "gcinfo", watched_gcinfo)?;
-        watch_global(&lua, "setmetatable", watched_setmetatable)?;
+        // Lua 5.1's own, reimplemented: no original to call.
+        lua.globals().raw_set("setmetatable", lua.create_c_function(watched_setmetatable)?)?;
         let next = watch_global(&lua, "next", watched_next)?;
         // `pairs` hands out `next`: the watched one.
         let pairs = lua.exec_raw::<Function>(next, |state| ffi::lua_pushcclosure(state, watched_pairs, 1))?;
