@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_rustls::TlsAcceptor;
 
-use crate::executor::{ExecutorHandle, Request};
+use crate::conn::{busy_answers, ExecutorHandle, Request, MAX_INFLIGHT};
 use crate::log;
 use crate::protocol::{DecodeLimits, RequestDecoder};
 use crate::state::{ClientOutput, ConnFlags};
@@ -160,7 +160,7 @@ async fn run_connection<R, W>(
                         let ok = writer.write_all(&bytes).await.is_ok() && writer.flush().await.is_ok();
                         let n = bytes.len() as u64;
                         let left = flags.task_pending.fetch_sub(n, Ordering::AcqRel) - n;
-                        if left < crate::executor::OUTPUT_LOW_WATER && flags.throttled.swap(false, Ordering::AcqRel) {
+                        if left < crate::conn::OUTPUT_LOW_WATER && flags.throttled.swap(false, Ordering::AcqRel) {
                             let _ = exec.tx.send(Request::Drained { id });
                         }
                         if !ok {
@@ -227,10 +227,6 @@ async fn send_stream<W: AsyncWrite + Unpin>(writer: &mut W, head: Vec<u8>, parts
     writer.flush().await.is_ok()
 }
 
-/// Batches a connection may have in flight before it stops reading (backpressure for
-/// clients that pipeline without reading their replies).
-pub const MAX_INFLIGHT: u64 = 16;
-
 enum Dispatch {
     /// `last`: the batch ends with a protocol error; the connection closes after it.
     Sent {
@@ -276,7 +272,7 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
     // has nothing in flight (its replies would otherwise overtake earlier ones).
     let replica = flags.replica.load(Ordering::Acquire);
     if !replica && protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
-        if let Some(bytes) = crate::executor::busy_answers(&exec.script_watch, &cmds, flags) {
+        if let Some(bytes) = busy_answers(&exec.script_watch, &cmds, flags) {
             return Dispatch::Answered(bytes);
         }
     }

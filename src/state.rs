@@ -2,7 +2,7 @@
 //! connected clients, counters, the slow log. No I/O here.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,88 +10,9 @@ use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::Config;
+use crate::config::P;
+pub use crate::conn::{ClientId, ClientOutput, ConnFlags, SharedLimits};
 use crate::protocol::ProtocolVersion;
-
-pub type ClientId = u64;
-
-/// What the executor sends a connection task.
-#[derive(Debug)]
-pub enum ClientOutput {
-    /// Encoded replies the executor could not write to the socket itself (it would have
-    /// blocked): the connection task writes them, in order, then lowers `task_pending`.
-    Replies(Vec<u8>),
-    /// Write these bytes, then close the connection.
-    Close(Vec<u8>),
-    /// Replication: write `head`, then each (file, start, length) range of the log's files
-    /// (a snapshot, a stretch of incremental log). The executor counts one byte in
-    /// `task_pending` for it, so that nothing overtakes it; the task takes it off when done.
-    Stream { head: Vec<u8>, parts: Vec<(std::fs::File, u64, u64)> },
-}
-
-/// Settings connection tasks need without asking the executor (atomics, updated by it).
-#[derive(Debug)]
-pub struct SharedLimits {
-    pub proto_max_bulk_len: AtomicI64,
-    pub client_query_buffer_limit: AtomicU64,
-    pub maxclients: AtomicU64,
-    pub connected: AtomicU64,
-    /// Whether a password is set: a new connection starts unauthenticated only then, and the
-    /// connection task must know before its first read (it picks the frame limits).
-    pub auth_required: AtomicBool,
-    /// Protected mode is on and the default user has no password: only loopback clients.
-    pub protected: AtomicBool,
-    /// The dataset is being loaded: connection tasks answer LOADING.
-    pub loading: AtomicBool,
-    /// Loading progress, for INFO during loading (answered by the connection tasks).
-    pub loading_start_secs: AtomicI64,
-    pub loading_total_bytes: AtomicU64,
-    pub loading_loaded_bytes: AtomicU64,
-    /// INFO's total_net_input_bytes and total_reads_processed: counted by the connection
-    /// tasks, which do the reads.
-    pub net_input_bytes: AtomicU64,
-    pub reads_processed: AtomicU64,
-}
-
-impl SharedLimits {
-    /// INFO's persistence section while loading (the executor is busy replaying; the
-    /// connection task answers from these counters).
-    pub fn loading_info(&self) -> String {
-        let total = self.loading_total_bytes.load(Ordering::Relaxed);
-        let loaded = self.loading_loaded_bytes.load(Ordering::Relaxed).min(total);
-        let start = self.loading_start_secs.load(Ordering::Relaxed);
-        let elapsed = (crate::clock::now_ms() / 1000 - start).max(0);
-        let perc = if total > 0 { loaded as f64 * 100.0 / total as f64 } else { 0.0 };
-        let eta = if loaded > 0 { ((total - loaded) as f64 * elapsed as f64 / loaded as f64) as i64 } else { 1 };
-        format!(
-            "# Persistence\r\nloading:1\r\nasync_loading:0\r\nloading_start_time:{start}\r\nloading_total_bytes:{total}\r\nloading_rdb_used_mem:0\r\nloading_loaded_bytes:{loaded}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n"
-        )
-    }
-
-    pub fn from_config(config: &Config) -> Self {
-        SharedLimits {
-            proto_max_bulk_len: AtomicI64::new(config.get_int("proto-max-bulk-len")),
-            client_query_buffer_limit: AtomicU64::new(config.get_int("client-query-buffer-limit") as u64),
-            maxclients: AtomicU64::new(config.get_int("maxclients") as u64),
-            connected: AtomicU64::new(0),
-            auth_required: AtomicBool::new(!config.get("requirepass").is_empty()),
-            protected: AtomicBool::new(false),
-            // Set from the start when there is a log to load: connections accepted before
-            // the executor begins loading must already get LOADING, not wait behind it.
-            loading: AtomicBool::new(config.get("appendonly") == "yes"),
-            loading_start_secs: AtomicI64::new(0),
-            loading_total_bytes: AtomicU64::new(0),
-            loading_loaded_bytes: AtomicU64::new(0),
-            net_input_bytes: AtomicU64::new(0),
-            reads_processed: AtomicU64::new(0),
-        }
-    }
-
-    pub fn refresh(&self, config: &Config) {
-        self.proto_max_bulk_len.store(config.get_int("proto-max-bulk-len"), Ordering::Relaxed);
-        self.client_query_buffer_limit.store(config.get_int("client-query-buffer-limit") as u64, Ordering::Relaxed);
-        self.maxclients.store(config.get_int("maxclients") as u64, Ordering::Relaxed);
-    }
-}
 
 /// One class of `client-output-buffer-limit`: bytes queued for a client's socket past
 /// `hard` close it at once; past `soft` for longer than `soft_ms`, too (0: no limit).
@@ -108,31 +29,6 @@ pub struct OutputLimits {
     pub normal: OutputLimit,
     pub pubsub: OutputLimit,
     pub replica: OutputLimit,
-}
-
-/// Per-connection flags the connection task reads (the executor writes them).
-#[derive(Debug, Default)]
-pub struct ConnFlags {
-    /// False while a password is required and the client has not authenticated.
-    pub authenticated: AtomicBool,
-    /// Bytes waiting in the connection's query buffer (for CLIENT LIST `qbuf`).
-    pub qbuf: AtomicU64,
-    /// Batches sent to the executor and not yet answered; the task stops reading at
-    /// `MAX_INFLIGHT` so a client that pipelines without reading cannot pile up work.
-    pub inflight: AtomicU64,
-    /// Reply bytes handed to the task and not yet written: while nonzero the executor must
-    /// not write to the socket itself, or replies would overtake each other.
-    pub task_pending: AtomicU64,
-    /// Wakes a task waiting for `inflight` to drop below the limit.
-    pub resume: tokio::sync::Notify,
-    /// The connection is a replica's (after PSYNC): the task never answers it by itself,
-    /// since its output is the replication stream.
-    pub replica: AtomicBool,
-    /// The executor holds this client's pipeline until its queued replies drain: the task
-    /// sends `Request::Drained` when they fall below the low water mark.
-    pub throttled: AtomicBool,
-    /// The client speaks RESP3 (after HELLO 3): what a reply from the task is encoded in.
-    pub resp3: AtomicBool,
 }
 
 /// The output buffer a client keeps between batches (a bigger one, a large reply, is let go),
@@ -187,8 +83,9 @@ pub struct Client {
     pub open_batches: u64,
     /// Batches finished since the last release (lowers `ConnFlags::inflight`).
     pub completed_batches: u64,
-    /// Set by a blocking command's handler when it has nothing to serve yet.
-    pub block_request: Option<crate::commands::BlockRequest>,
+    /// A blocking command that has nothing to serve yet (its handler's `Next::Block`): the
+    /// pipeline runner parks the client on it.
+    pub block_request: Option<BlockRequest>,
     /// While parked: the batch it was running and where it stopped.
     pub blocked: Option<Blocked>,
     /// Inside EXEC (or, later, a script): blocking commands answer as if timed out.
@@ -196,43 +93,21 @@ pub struct Client {
     /// Commands inside an EXEC that was already admitted under maxmemory (and, later,
     /// allow-oom scripts) are not refused one by one.
     pub deny_oom_exempt: bool,
-    /// Between MULTI and EXEC: the queued commands.
-    pub multi: Option<Vec<QueuedCommand>>,
-    /// While EXEC runs this client's queue: how many commands it holds (the client still
-    /// shows as in MULTI, as in Redis: CLIENT LIST `flags=x multi=<n>`, ACL LOG context
-    /// `multi`). See [`Client::in_exec`].
-    pub exec_queued: Option<usize>,
-    /// A command was refused while queueing: EXEC answers EXECABORT.
-    pub multi_dirty: bool,
-    /// Set by EXEC's handler: the executor runs the queue.
-    pub exec_requested: bool,
-    /// Set by EVAL & co.: the executor runs the script.
-    pub script_call: Option<crate::commands::scripting::ScriptCall>,
     /// While a script runs commands through this client (SORT sorts sets, MONITOR says `lua`).
     pub in_script: bool,
     /// The log offset this client's latest records end at: its replies leave once the log
     /// is durable (per appendfsync) that far (0: nothing to wait for).
     pub log_wait: u64,
-    /// WATCHed (db, key) pairs.
-    pub watched: Vec<(usize, Bytes)>,
-    /// The watched keys that were already logically expired at WATCH (Redis 7's
-    /// `watchedKey.expired`): their deletion is no change, and their expiry no abort.
-    pub watched_expired: Vec<(usize, Bytes)>,
-    /// A watched key changed: EXEC answers a null array.
-    pub cas_dirty: bool,
-    /// CLIENT REPLY OFF: nothing is sent back.
-    pub reply_off: bool,
-    /// CLIENT REPLY SKIP: the next command's reply is dropped (`skip_next` becomes `skip`).
-    pub reply_skip_next: bool,
-    pub reply_skip: bool,
     /// CLIENT NO-EVICT.
     pub no_evict: bool,
     /// MONITOR: receives every command run.
     pub monitor: bool,
-    /// Subscriptions, in the order they were made.
-    pub channels: Vec<Bytes>,
-    pub patterns: Vec<Bytes>,
-    pub shard_channels: Vec<Bytes>,
+    /// MULTI/EXEC and WATCH.
+    pub txn: Transaction,
+    /// Pub/Sub subscriptions.
+    pub subs: Subscriptions,
+    /// CLIENT REPLY.
+    pub replies: ReplyMode,
     /// REPLCONF listening-port: the port a replica says it serves on.
     pub replconf_port: u16,
     /// REPLCONF rdb-only 1: the peer wants an RDB file alone
@@ -244,13 +119,84 @@ pub struct Client {
     pub wait_target: Option<(u64, usize)>,
 }
 
+/// A client's transaction: the MULTI queue and what WATCH watches.
+#[derive(Default)]
+pub struct Transaction {
+    /// Between MULTI and EXEC: the queued commands.
+    pub multi: Option<Vec<QueuedCommand>>,
+    /// While EXEC runs this client's queue: how many commands it holds (the client still
+    /// shows as in MULTI, as in Redis: CLIENT LIST `flags=x multi=<n>`, ACL LOG context
+    /// `multi`). See [`Client::in_exec`].
+    pub exec_queued: Option<usize>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub multi_dirty: bool,
+    /// WATCHed (db, key) pairs.
+    pub watched: Vec<(usize, Bytes)>,
+    /// The watched keys that were already logically expired at WATCH (Redis 7's
+    /// `watchedKey.expired`): their deletion is no change, and their expiry no abort.
+    pub watched_expired: Vec<(usize, Bytes)>,
+    /// A watched key changed: EXEC answers a null array.
+    pub cas_dirty: bool,
+}
+
+/// A client's subscriptions, in the order they were made.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    /// Subscriptions, in the order they were made.
+    pub channels: Vec<Bytes>,
+    pub patterns: Vec<Bytes>,
+    pub shard_channels: Vec<Bytes>,
+}
+
+/// CLIENT REPLY's state.
+#[derive(Debug, Default)]
+pub struct ReplyMode {
+    /// CLIENT REPLY OFF: nothing is sent back.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped (`skip_next` becomes `skip`).
+    pub reply_skip_next: bool,
+    pub reply_skip: bool,
+}
+
 /// The connected clients by id (boxed: the running client is taken out and put back for
 /// every batch, and a box moves as one pointer).
 pub type ClientTable = HashMap<ClientId, Box<Client>, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// A command queued by MULTI: resolved when queued (EXEC runs it without a second lookup,
 /// as Redis keeps the command pointer), with its arguments.
-pub type QueuedCommand = (&'static crate::commands::CommandSpec, Vec<Bytes>);
+pub type QueuedCommand = (&'static crate::spec::CommandSpec, Vec<Bytes>);
+
+/// What a blocking command asks for when it finds nothing to serve: the executor parks the
+/// client on `keys` and runs the command again when one of them is written, or answers
+/// `timeout_reply` at the deadline. The handler states it as its next step
+/// (`commands::Next::Block`) and returns [`Reply::NoReply`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockRequest {
+    pub keys: Vec<Bytes>,
+    /// The type a key must hold to serve the client: a ready key of another type leaves it
+    /// blocked (Redis 7.0 serves list waiters from lists only, and so on).
+    pub kind: BlockKind,
+    /// Absolute ms; `None` blocks forever.
+    pub deadline_ms: Option<i64>,
+    pub timeout_reply: crate::protocol::Reply,
+}
+
+/// What a blocked client waits for (Redis's `btype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    List,
+    ZSet,
+    /// No key: WAIT, or a client held at a command (a pause, a full output).
+    NoKey,
+}
+
+impl BlockKind {
+    /// Whether `value` can serve a client waiting for this kind.
+    pub fn served_by(self, value: &crate::db::Value) -> bool {
+        use crate::db::Value;
+        matches!((self, value), (BlockKind::List, Value::List(_)) | (BlockKind::ZSet, Value::ZSet(_)))
+    }
+}
 
 /// A client waiting in a blocking command, with the rest of its pipeline.
 #[derive(Debug)]
@@ -260,6 +206,8 @@ pub struct Blocked {
     pub index: usize,
     pub db: usize,
     pub keys: Vec<Bytes>,
+    /// The type a ready key must hold to serve it.
+    pub kind: BlockKind,
     pub deadline_ms: Option<i64>,
     pub timeout_reply: crate::protocol::Reply,
     pub protocol_error: Option<String>,
@@ -269,14 +217,23 @@ impl Blocked {
     /// A batch held at `cmds[index]` on no key and with no deadline (a pause, a full output;
     /// or, resumed after `index`, a writer waiting for the waiters it served).
     pub fn held(cmds: Vec<Vec<Bytes>>, index: usize, db: usize, protocol_error: Option<String>) -> Self {
-        Blocked { cmds, index, db, keys: Vec::new(), deadline_ms: None, timeout_reply: crate::protocol::Reply::NoReply, protocol_error }
+        Blocked {
+            cmds,
+            index,
+            db,
+            keys: Vec::new(),
+            kind: BlockKind::NoKey,
+            deadline_ms: None,
+            timeout_reply: crate::protocol::Reply::NoReply,
+            protocol_error,
+        }
     }
 }
 
 impl Client {
     /// EXEC is running this client's queued commands.
     pub fn in_exec(&self) -> bool {
-        self.exec_queued.is_some()
+        self.txn.exec_queued.is_some()
     }
 
     /// The protocol pushes to this client are encoded in: its connection's, even while a
@@ -325,34 +282,24 @@ impl Client {
             blocked: None,
             deny_blocking: false,
             deny_oom_exempt: false,
-            exec_queued: None,
-            multi: None,
-            multi_dirty: false,
-            exec_requested: false,
-            script_call: None,
             in_script: false,
             log_wait: 0,
-            watched: Vec::new(),
-            watched_expired: Vec::new(),
-            cas_dirty: false,
-            reply_off: false,
-            reply_skip_next: false,
-            reply_skip: false,
             no_evict: false,
             monitor: false,
-            channels: Vec::new(),
-            patterns: Vec::new(),
-            shard_channels: Vec::new(),
             replconf_port: 0,
             rdb_only: false,
             replica: None,
             wait_target: None,
+            txn: Transaction::default(),
+            subs: Subscriptions::default(),
+            replies: ReplyMode::default(),
         }
     }
 
     /// In RESP2 a client with subscriptions may only run the pub/sub commands.
     pub fn in_subscribed_mode(&self) -> bool {
-        self.proto == ProtocolVersion::Resp2 && !(self.channels.is_empty() && self.patterns.is_empty() && self.shard_channels.is_empty())
+        self.proto == ProtocolVersion::Resp2
+            && !(self.subs.channels.is_empty() && self.subs.patterns.is_empty() && self.subs.shard_channels.is_empty())
     }
 
     pub fn set_authenticated(&mut self, yes: bool) {
@@ -459,6 +406,8 @@ pub struct CommandStat {
 /// Everything besides the keyspace that commands may look at or change.
 pub struct ServerState {
     pub config: Config,
+    /// Settings read on hot paths, kept typed (refreshed by `config_changed`).
+    pub settings: Settings,
     pub limits: Arc<SharedLimits>,
     /// All clients but the one whose batch is running (it is taken out while it runs).
     pub clients: ClientTable,
@@ -474,13 +423,11 @@ pub struct ServerState {
     pub start_time_ms: i64,
     pub run_id: String,
     pub executable: String,
-    /// Set by SHUTDOWN: the executor finishes the batch, then stops.
+    /// Set by SHUTDOWN (its handler's `Next::Shutdown`) or a signal: the executor finishes
+    /// the batch, then stops.
     pub shutdown: Option<ShutdownRequest>,
-    /// A log operation a handler asked the executor for (BGREWRITEAOF, DEBUG RELOAD...).
-    pub persist_request: Option<PersistRequest>,
-    /// Replication state (either role) and a request for the executor (PSYNC, REPLICAOF).
+    /// Replication state (either role).
     pub repl: crate::replication::ReplState,
-    pub repl_request: Option<crate::replication::ReplRequest>,
     /// The log's figures for INFO (None: `appendonly no`).
     pub aof_info: Option<crate::aof::AofInfo>,
     /// Clients to disconnect after this batch (CLIENT KILL).
@@ -498,43 +445,13 @@ pub struct ServerState {
     pub pushed: Vec<ClientId>,
     /// Who WATCHes each (db, key).
     pub watchers: HashMap<(usize, Bytes), Vec<ClientId>>,
-    /// Keys a command modified beyond its key positions (MOVE's and COPY's destination
-    /// database), for the executor to signal after the command.
-    pub also_modified: Vec<(usize, Bytes)>,
     pub rng_state: u64,
-    /// Cached from the config: the slow log threshold in µs (-1: disabled).
-    pub slowlog_threshold_us: i64,
-    /// Cached from the config: the collections' encoding limits (read by every write).
-    pub encoding_limits: crate::db::BuildLimits,
-    /// Cached from the config: `notify-keyspace-events` as flags.
-    pub notify_flags: u32,
-    /// Cached from the config: `maxmemory` in bytes (0: no limit).
-    pub maxmemory: usize,
-    /// Cached from the config: whether `maxmemory-policy` is an LFU one (keys then keep
-    /// their frequency counter when overwritten).
-    pub lfu_policy: bool,
-    /// Cached from the config: `hz`, clamped as Redis clamps it.
-    pub hz: u64,
-    /// Cached from the config: `busy-reply-threshold` (alias `lua-time-limit`) in ms.
-    pub busy_threshold_ms: u64,
-    /// Cached from `client-output-buffer-limit`: the hard limits of the normal, pubsub and
-    /// replica classes (0: none).
-    pub output_limits: OutputLimits,
-    /// Cached from the config: `replica-read-only`, `replica-serve-stale-data`, and
-    /// (`min-replicas-to-write`, `min-replicas-max-lag`).
-    pub replica_read_only: bool,
-    pub replica_serve_stale: bool,
     /// Users and permissions (ACL).
     pub acl: crate::acl::Acl,
     /// CLIENT TRACKING: who read which keys, and who listens by prefix.
     pub tracking: crate::tracking::TrackingTable,
     /// LATENCY's samples (`latency-monitor-threshold`).
     pub latency: crate::latency::LatencyMonitor,
-    /// Cached from the config: `latency-monitor-threshold` in ms (0: off).
-    pub latency_threshold_ms: u64,
-    /// Cached from the config: `latency-tracking` (per-command histograms).
-    pub latency_tracking: bool,
-    pub min_replicas: (usize, i64),
     /// Events raised by the running command, published by the executor after it.
     pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
@@ -543,6 +460,39 @@ pub struct ServerState {
     pub scripts: Option<Box<crate::scripting::ScriptEngine>>,
     /// The running script's state, shared with the connection tasks (busy answers, kills).
     pub script_watch: Arc<crate::scripting::ScriptWatch>,
+}
+
+/// Settings read on hot paths (every write, every command), kept in typed form: refreshed
+/// from the config at startup and after every CONFIG SET.
+#[derive(Debug, Default)]
+pub struct Settings {
+    /// the slow log threshold in µs (-1: disabled).
+    pub slowlog_threshold_us: i64,
+    /// the collections' encoding limits (read by every write).
+    pub encoding_limits: crate::db::BuildLimits,
+    /// `notify-keyspace-events` as flags.
+    pub notify_flags: u32,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: usize,
+    /// whether `maxmemory-policy` is an LFU one (keys then keep
+    /// their frequency counter when overwritten).
+    pub lfu_policy: bool,
+    /// `hz`, clamped as Redis clamps it.
+    pub hz: u64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`) in ms.
+    pub busy_threshold_ms: u64,
+    /// From `client-output-buffer-limit`: the hard limits of the normal, pubsub and
+    /// replica classes (0: none).
+    pub output_limits: OutputLimits,
+    /// `replica-read-only`, `replica-serve-stale-data`, and
+    /// (`min-replicas-to-write`, `min-replicas-max-lag`).
+    pub replica_read_only: bool,
+    pub replica_serve_stale: bool,
+    /// `latency-monitor-threshold` in ms (0: off).
+    pub latency_threshold_ms: u64,
+    /// `latency-tracking` (per-command histograms).
+    pub latency_tracking: bool,
+    pub min_replicas: (usize, i64),
 }
 
 /// Listeners of each channel, pattern and shard channel, in subscription order.
@@ -586,7 +536,7 @@ impl ServerState {
                 b"0123456789abcdef"[(seed % 16) as usize] as char
             })
             .collect();
-        let slowlog_threshold_us = config.get_int("slowlog-log-slower-than");
+        let slowlog_threshold_us = config.get_int(P::SlowlogLogSlowerThan);
         let notify_flags = config.notify_flags;
         let script_watch = Arc::new(crate::scripting::ScriptWatch::default());
         // The engine is built from constants only; failing here is a build defect.
@@ -594,6 +544,8 @@ impl ServerState {
         let mut state = ServerState {
             config,
             limits,
+            // All filled by `config_changed` below.
+            settings: Settings { slowlog_threshold_us, notify_flags, hz: 10, ..Settings::default() },
             clients: HashMap::default(),
             stats: Stats::default(),
             slowlog: VecDeque::new(),
@@ -606,9 +558,7 @@ impl ServerState {
             run_id,
             executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             shutdown: None,
-            persist_request: None,
             repl: crate::replication::ReplState::default(),
-            repl_request: None,
             aof_info: None,
             kill_list: Vec::new(),
             unblock_list: Vec::new(),
@@ -617,24 +567,10 @@ impl ServerState {
             monitors: Vec::new(),
             pubsub: PubSubRegistry::default(),
             pushed: Vec::new(),
-            also_modified: Vec::new(),
             rng_state: seed | 1,
-            slowlog_threshold_us,
-            encoding_limits: crate::db::BuildLimits::default(),
-            notify_flags,
-            maxmemory: 0,
-            lfu_policy: false,
-            hz: 10,
-            busy_threshold_ms: 5000,
-            output_limits: OutputLimits::default(),
-            replica_read_only: true,
-            replica_serve_stale: true,
             acl: crate::acl::Acl::default(),
             latency: crate::latency::LatencyMonitor::default(),
             tracking: crate::tracking::TrackingTable::default(),
-            latency_threshold_ms: 0,
-            latency_tracking: true,
-            min_replicas: (0, 10),
             notifications: Vec::new(),
             active_expire_enabled: true,
             scripts: Some(Box::new(scripts)),
@@ -648,10 +584,10 @@ impl ServerState {
     /// Users from `requirepass`, the config file's `user` lines and the ACL file; a bad one
     /// stops the server, as in Redis.
     fn load_acl_at_startup(&mut self) {
-        let requirepass = self.config.get("requirepass").to_string();
+        let requirepass = self.config.get(P::Requirepass).to_string();
         self.acl.set_requirepass(&requirepass);
-        let all_channels = self.config.get("acl-pubsub-default") == "allchannels";
-        let aclfile = self.config.get("aclfile").to_string();
+        let all_channels = self.config.get(P::AclPubsubDefault) == "allchannels";
+        let aclfile = self.config.get(P::Aclfile).to_string();
         let result = if !aclfile.is_empty() {
             if !self.config.users.is_empty() {
                 Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".to_string())
@@ -691,7 +627,7 @@ impl ServerState {
         self.acl.all_unrestricted = self.acl.users.values().all(|u| u.unrestricted);
         let open = self.acl.default_needs_no_auth();
         let nopass = self.acl.users.get("default").is_some_and(|u| u.nopass);
-        self.limits.protected.store(self.config.get("protected-mode") == "yes" && nopass, Ordering::Relaxed);
+        self.limits.protected.store(self.config.get(P::ProtectedMode) == "yes" && nopass, Ordering::Relaxed);
         self.limits.auth_required.store(!open, Ordering::Relaxed);
         // Clients of deleted users go; so do subscribers whose user may no longer listen to
         // one of their channels or patterns (Redis's ACLKillPubsubClientsIfNeeded).
@@ -715,8 +651,8 @@ impl ServerState {
         match self.acl.users.get(&c.user) {
             None => true,
             Some(u) => {
-                let channels: Vec<bytes::Bytes> = c.channels.iter().chain(c.shard_channels.iter()).cloned().collect();
-                !u.channels_allowed(&channels, &c.patterns)
+                let channels: Vec<bytes::Bytes> = c.subs.channels.iter().chain(c.subs.shard_channels.iter()).cloned().collect();
+                !u.channels_allowed(&channels, &c.subs.patterns)
             }
         }
     }
@@ -730,16 +666,16 @@ impl ServerState {
     /// Re-reads the settings that are cached in typed form after a CONFIG SET.
     pub fn config_changed(&mut self) {
         self.limits.refresh(&self.config);
-        self.slowlog_threshold_us = self.config.get_int("slowlog-log-slower-than");
-        self.encoding_limits = crate::commands::build_limits(&self.config);
-        self.latency_threshold_ms = self.config.get_int("latency-monitor-threshold").max(0) as u64;
-        self.latency_tracking = self.config.get_bool("latency-tracking");
-        self.notify_flags = self.config.notify_flags;
-        self.maxmemory = self.config.get_int("maxmemory").max(0) as usize;
-        self.lfu_policy = self.config.get("maxmemory-policy").contains("lfu");
-        self.hz = self.config.get_int("hz").clamp(1, 500) as u64;
-        self.busy_threshold_ms = self.config.get_int("busy-reply-threshold").max(0) as u64;
-        let spec = self.config.get("client-output-buffer-limit");
+        self.settings.slowlog_threshold_us = self.config.get_int(P::SlowlogLogSlowerThan);
+        self.settings.encoding_limits = build_limits(&self.config);
+        self.settings.latency_threshold_ms = self.config.get_int(P::LatencyMonitorThreshold).max(0) as u64;
+        self.settings.latency_tracking = self.config.get_bool(P::LatencyTracking);
+        self.settings.notify_flags = self.config.notify_flags;
+        self.settings.maxmemory = self.config.get_int(P::Maxmemory).max(0) as usize;
+        self.settings.lfu_policy = self.config.get(P::MaxmemoryPolicy).contains("lfu");
+        self.settings.hz = self.config.get_int(P::Hz).clamp(1, 500) as u64;
+        self.settings.busy_threshold_ms = self.config.get_int(P::BusyReplyThreshold).max(0) as u64;
+        let spec = self.config.get(P::ClientOutputBufferLimit);
         let words: Vec<&str> = spec.split_whitespace().collect();
         let class = |names: &[&str]| {
             let Some(c) = words.chunks(4).rfind(|c| c.len() == 4 && names.contains(&c[0])) else {
@@ -748,13 +684,47 @@ impl ServerState {
             let mem = |w: &str| crate::config::parse_memory(w).unwrap_or(0);
             OutputLimit { hard: mem(c[1]), soft: mem(c[2]), soft_ms: c[3].parse::<i64>().unwrap_or(0).max(0) * 1000 }
         };
-        self.output_limits = OutputLimits { normal: class(&["normal"]), pubsub: class(&["pubsub"]), replica: class(&["slave", "replica"]) };
+        self.settings.output_limits =
+            OutputLimits { normal: class(&["normal"]), pubsub: class(&["pubsub"]), replica: class(&["slave", "replica"]) };
         if let Some(b) = self.repl.backlog.as_mut() {
-            b.capacity = self.config.get_int("repl-backlog-size").max(16 * 1024) as u64;
+            b.capacity = self.config.get_int(P::ReplBacklogSize).max(16 * 1024) as u64;
         }
-        self.replica_read_only = self.config.get("replica-read-only") == "yes";
-        self.replica_serve_stale = self.config.get("replica-serve-stale-data") == "yes";
-        self.min_replicas =
-            (self.config.get_int("min-replicas-to-write").max(0) as usize, self.config.get_int("min-replicas-max-lag").max(0));
+        self.settings.replica_read_only = self.config.get(P::ReplicaReadOnly) == "yes";
+        self.settings.replica_serve_stale = self.config.get(P::ReplicaServeStaleData) == "yes";
+        self.settings.min_replicas =
+            (self.config.get_int(P::MinReplicasToWrite).max(0) as usize, self.config.get_int(P::MinReplicasMaxLag).max(0));
+    }
+}
+
+impl ServerState {
+    /// The replicas (connections that asked for the stream) and what is known of each.
+    pub fn replica_peers(&self) -> impl Iterator<Item = (&Client, &crate::replication::Peer)> {
+        self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (&**c, p)))
+    }
+
+    /// Online replicas that acknowledged `offset` (WAIT).
+    pub fn acked_replicas(&self, offset: u64) -> usize {
+        self.replica_peers().filter(|(_, p)| p.state == crate::replication::PeerState::Online && p.ack_offset >= offset).count()
+    }
+
+    /// Online replicas that acknowledged within `max_lag` seconds (min-replicas-to-write).
+    pub fn good_replicas(&self, max_lag: i64) -> usize {
+        let now = crate::clock::now_ms();
+        self.replica_peers()
+            .filter(|(_, p)| p.state == crate::replication::PeerState::Online && now - p.ack_time_ms <= max_lag * 1000)
+            .count()
+    }
+}
+
+/// The encoding limits of collections built in one go (snapshot loading, RESTORE).
+pub fn build_limits(c: &crate::config::Config) -> crate::db::BuildLimits {
+    crate::db::BuildLimits {
+        hash: crate::db::hash::HashLimits {
+            max_entries: c.get_int(P::HashMaxListpackEntries).max(0) as u64,
+            max_value: c.get_int(P::HashMaxListpackValue).max(0) as u64,
+        },
+        max_intset: c.get_int(P::SetMaxIntsetEntries).max(0) as u64,
+        zset_entries: c.get_int(P::ZsetMaxListpackEntries),
+        zset_value: c.get_int(P::ZsetMaxListpackValue),
     }
 }

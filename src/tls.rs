@@ -11,6 +11,7 @@ use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::config::Config;
+use crate::config::P;
 
 fn provider() -> Arc<tokio_rustls::rustls::crypto::CryptoProvider> {
     Arc::new(tokio_rustls::rustls::crypto::ring::default_provider())
@@ -47,13 +48,13 @@ fn roots(path: &str) -> Result<RootCertStore, String> {
 /// checked against `tls-ca-cert-file` per `tls-auth-clients` (yes: required; optional:
 /// checked when given; no: not asked for).
 pub fn acceptor(config: &Config) -> Result<TlsAcceptor, String> {
-    let chain = certs(config.get("tls-cert-file"), "certificate")?;
-    let key = key(config.get("tls-key-file"))?;
+    let chain = certs(config.get(P::TlsCertFile), "certificate")?;
+    let key = key(config.get(P::TlsKeyFile))?;
     let builder = ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
-    let builder = match config.get("tls-auth-clients") {
+    let builder = match config.get(P::TlsAuthClients) {
         "no" => builder.with_no_client_auth(),
         mode => {
-            let roots = Arc::new(roots(config.get("tls-ca-cert-file"))?);
+            let roots = Arc::new(roots(config.get(P::TlsCaCertFile))?);
             let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider());
             let verifier = if mode == "optional" { verifier.allow_unauthenticated() } else { verifier };
             builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
@@ -67,14 +68,14 @@ pub fn acceptor(config: &Config) -> Result<TlsAcceptor, String> {
 /// against `tls-ca-cert-file` (and its name against the host it was given); the replica
 /// presents `tls-client-cert-file`/`tls-client-key-file`, or else its own server pair.
 pub fn connector(config: &Config) -> Result<TlsConnector, String> {
-    let roots = roots(config.get("tls-ca-cert-file"))?;
+    let roots = roots(config.get(P::TlsCaCertFile))?;
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots);
-    let (cert, key_file) = match config.get("tls-client-cert-file") {
-        "" => (config.get("tls-cert-file"), config.get("tls-key-file")),
-        c => (c, config.get("tls-client-key-file")),
+    let (cert, key_file) = match config.get(P::TlsClientCertFile) {
+        "" => (config.get(P::TlsCertFile), config.get(P::TlsKeyFile)),
+        c => (c, config.get(P::TlsClientKeyFile)),
     };
     let client = if cert.is_empty() {
         builder.with_no_client_auth()

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use crate::state::ClientId;
+use crate::conn::ClientId;
 
 /// A client's tracking settings (CLIENT TRACKING ON ...).
 #[derive(Debug, Clone, Default, PartialEq)]

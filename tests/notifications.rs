@@ -23,20 +23,8 @@ fn show_all(msgs: &[Got]) -> String {
         .join("\n      ")
 }
 
-/// Reads messages until the sentinel (excluded), or a failure (included).
 fn drain(conn: &mut Conn) -> Vec<Got> {
-    let mut out = Vec::new();
-    loop {
-        let got = conn.read();
-        match &got {
-            Ok(r) if r.raw.windows(SENTINEL.len()).any(|w| w == SENTINEL.as_bytes()) => return out,
-            Ok(_) => out.push(got),
-            Err(_) => {
-                out.push(got);
-                return out;
-            }
-        }
-    }
+    conn.read_until(SENTINEL)
 }
 
 fn subscribe(d: &mut DiffPair) {

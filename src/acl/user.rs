@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::commands::keyspec::{KEY_READ, KEY_WRITE};
-use crate::commands::{all_commands, lookup, COMMANDS, COMMAND_IDS};
-use crate::commands::{CommandSpec, Flag};
 use crate::glob::glob_match;
+use crate::spec::keyspec::{KEY_READ, KEY_WRITE};
+use crate::spec::{all_commands, lookup, COMMANDS, COMMAND_IDS};
+use crate::spec::{CommandSpec, Flag};
 use crate::util::hex;
 
 /// Redis's command categories, in the order `ACL CAT` lists them (and `ACL LIST` tries them).
@@ -301,7 +301,7 @@ impl Selector {
             return Err(Denied::Command);
         }
         if !self.all_keys {
-            for (pos, flags) in crate::commands::keyspec::command_keys(cmd, args) {
+            for (pos, flags) in crate::spec::keyspec::command_keys(cmd, args) {
                 if !self.key_allowed(&args[pos], flags) {
                     return Err(Denied::Key(pos));
                 }

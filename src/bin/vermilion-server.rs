@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use vermilion::config::Config;
+use vermilion::config::P;
 use vermilion::executor::{Executor, Request};
 use vermilion::log;
 use vermilion::server::Listener;
@@ -50,14 +51,14 @@ fn main() {
     };
     // Into `dir` first, as Redis does while reading its config: a relative `logfile` (and
     // every data file) is then relative to it.
-    let dir = config.get("dir").to_string();
+    let dir = config.get(P::Dir).to_string();
     if !dir.is_empty() {
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::env::set_current_dir(&dir)) {
             log::warning(&format!("Can't chdir to '{dir}': {e}"));
             std::process::exit(1);
         }
     }
-    log::configure(log::Level::parse(config.get("loglevel")), config.get("logfile"));
+    log::configure(log::Level::parse(config.get(P::Loglevel)), config.get(P::Logfile));
     log::warning("oO0OoO0OoO0Oo Vermilion is starting oO0OoO0OoO0Oo");
     log::warning(&format!(
         "Vermilion version={}, redis_version={}, bits=64, pid={}, just started",
@@ -69,9 +70,9 @@ fn main() {
         Some(path) => log::warning(&format!("Configuration loaded from {}", path.display())),
         None => log::warning("Warning: no config file specified, using the default config. In order to specify a config file use vermilion-server /path/to/redis.conf"),
     }
-    let port = config.get_int("port");
-    let binds: Vec<String> = config.get("bind").split_whitespace().map(str::to_string).collect();
-    let io_threads = config.get_int("io-threads").clamp(1, 64) as usize;
+    let port = config.get_int(P::Port);
+    let binds: Vec<String> = config.get(P::Bind).split_whitespace().map(str::to_string).collect();
+    let io_threads = config.get_int(P::IoThreads).clamp(1, 64) as usize;
 
     // io-threads 1 (the default): the connections live on a current-thread runtime that the
     // executor thread drives while it waits for requests, so a request never crosses threads
@@ -95,7 +96,7 @@ fn main() {
         use tokio::signal::unix::{signal, SignalKind};
         (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     });
-    let tls_port = config.get_int("tls-port");
+    let tls_port = config.get_int(P::TlsPort);
     let tls = if tls_port > 0 {
         match vermilion::tls::acceptor(&config) {
             Ok(a) => Some(a),

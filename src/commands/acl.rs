@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, help, help_reply, CmdError, Ctx, Resolved};
 use crate::acl::{self, Denied, User, CATEGORIES};
+use crate::config::P;
 use crate::protocol::Reply;
 use crate::util::eq_ignore_case;
 
@@ -12,7 +13,7 @@ fn name_of(arg: &[u8]) -> String {
 }
 
 fn all_channels_default(ctx: &Ctx<'_>) -> bool {
-    ctx.server.config.get("acl-pubsub-default") == "allchannels"
+    ctx.server.config.get(P::AclPubsubDefault) == "allchannels"
 }
 
 /// ```text
@@ -190,7 +191,7 @@ const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an A
 /// ACL LOAD
 /// ```
 pub fn acl_load(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    let path = ctx.server.config.get("aclfile").to_string();
+    let path = ctx.server.config.get(P::Aclfile).to_string();
     if path.is_empty() {
         return Err(CmdError::other(NO_ACL_FILE));
     }
@@ -208,7 +209,7 @@ pub fn acl_load(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ACL SAVE
 /// ```
 pub fn acl_save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    let path = ctx.server.config.get("aclfile").to_string();
+    let path = ctx.server.config.get(P::Aclfile).to_string();
     if path.is_empty() {
         return Err(CmdError::other(NO_ACL_FILE));
     }

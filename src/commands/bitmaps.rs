@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
+use crate::config::P;
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
@@ -20,7 +21,7 @@ fn max_bulk_len(ctx: &Ctx<'_>) -> i64 {
     if ctx.client.superuser {
         return i64::MAX;
     }
-    ctx.server.config.get_int("proto-max-bulk-len")
+    ctx.server.config.get_int(P::ProtoMaxBulkLen)
 }
 
 /// Redis's `getBitOffsetFromArgument`: `#N` means `N * bits` when `hash` is allowed.
@@ -99,6 +100,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         (old, grown || old as i64 != on)
     })?;
     if changed {
+        ctx.signal_modified(&args[1]);
         ctx.dirty(1);
         ctx.notify(notify::STRING, "setbit", &args[1]);
     }
@@ -328,10 +330,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let maxlen = srcs.iter().map(Vec::len).max().unwrap_or(0);
     let dest = &args[2][..];
     if maxlen == 0 {
-        if ctx.ks.db_mut(db).remove(dest).is_some() {
-            ctx.dirty(1);
-            ctx.notify(notify::GENERIC, "del", dest);
-        }
+        ctx.delete_key(dest);
         return Ok(Reply::Int(0));
     }
     let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
@@ -360,15 +359,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             }
         }
     }
-    let mut lru = lru_clock(now);
-    if ctx.server.lfu_policy {
-        lru = ctx.ks.db(db).peek(dest).map_or(lru, |e| e.lru);
-    }
-    let absent = ctx.ks.db(db).peek(dest).is_none();
-    if absent {
-        ctx.notify(notify::NEW, "new", dest);
-    }
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dest), Value::Str(StrValue { data: res, enc: StrEncoding::Raw }), None, lru);
+    ctx.set_key(dest, Value::Str(StrValue { data: res, enc: StrEncoding::Raw }));
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", dest);
     Ok(Reply::Int(maxlen as i64))
@@ -606,6 +597,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only_cmd: bool) -> R
         (replies, changes)
     })?;
     if changes > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.dirty(changes);
         ctx.notify(notify::STRING, "setbit", &args[1]);
     }

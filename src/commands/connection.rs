@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{arg_i64, help, help_reply, CmdError, Ctx};
+use crate::config::P;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::state::Client;
 use crate::util::eq_ignore_case;
@@ -57,7 +58,7 @@ fn check_credentials(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]
         return true;
     }
     let username = String::from_utf8_lossy(user).into_owned();
-    let context = if ctx.client.exec_queued.is_some() { "multi" } else { "toplevel" };
+    let context = if ctx.client.txn.exec_queued.is_some() { "multi" } else { "toplevel" };
     log_denial(ctx, "auth", context, String::from_utf8_lossy(command).into_owned(), username);
     false
 }
@@ -66,7 +67,7 @@ fn check_credentials(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]
 pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: String, username: String) {
     let entry =
         crate::acl::LogEntry { count: 1, reason, context, object, username, ctime_ms: ctx.now_ms, client_info: client_line(ctx.client) };
-    let max = ctx.server.config.get_int("acllog-max-len").max(0) as usize;
+    let max = ctx.server.config.get_int(P::AcllogMaxLen).max(0) as usize;
     ctx.server.acl.log_denial(entry, max);
 }
 
@@ -195,7 +196,7 @@ pub fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 fn client_type(c: &Client) -> &'static str {
     if c.replica.is_some() {
         "replica"
-    } else if c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty() {
+    } else if c.subs.channels.is_empty() && c.subs.patterns.is_empty() && c.subs.shard_channels.is_empty() {
         "normal"
     } else {
         "pubsub"
@@ -214,20 +215,20 @@ pub fn client_line(c: &Client) -> String {
     let letters = [
         (c.monitor, 'O'),
         (c.replica.is_some(), 'S'),
-        (!(c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()), 'P'),
-        (c.multi.is_some() || c.exec_queued.is_some(), 'x'),
+        (!(c.subs.channels.is_empty() && c.subs.patterns.is_empty() && c.subs.shard_channels.is_empty()), 'P'),
+        (c.txn.multi.is_some() || c.txn.exec_queued.is_some(), 'x'),
         (c.blocked.is_some(), 'b'),
         (tracking.is_some(), 't'),
         (tracking.is_some_and(|t| t.broken_redirect), 'R'),
         (tracking.is_some_and(|t| t.bcast), 'B'),
-        (c.cas_dirty, 'd'),
+        (c.txn.cas_dirty, 'd'),
         (c.no_evict, 'e'),
     ];
     let mut flags: String = letters.iter().filter(|(on, _)| *on).map(|(_, l)| *l).collect();
     if flags.is_empty() {
         flags.push('N');
     }
-    let multi = c.multi.as_ref().map(|q| q.len()).or(c.exec_queued).map_or(-1, |n| n as i64);
+    let multi = c.txn.multi.as_ref().map(|q| q.len()).or(c.txn.exec_queued).map_or(-1, |n| n as i64);
     format!(
         "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,
@@ -238,9 +239,9 @@ pub fn client_line(c: &Client) -> String {
         idle,
         flags,
         c.db,
-        c.channels.len(),
-        c.patterns.len(),
-        c.shard_channels.len(),
+        c.subs.channels.len(),
+        c.subs.patterns.len(),
+        c.subs.shard_channels.len(),
         multi,
         qbuf,
         16384u64.saturating_sub(qbuf),
@@ -393,16 +394,16 @@ pub fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
 pub fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if eq_ignore_case(&args[2], "on") {
         // Answered even when it is the command a SKIP silences.
-        ctx.client.reply_off = false;
-        ctx.client.reply_skip_next = false;
-        ctx.client.reply_skip = false;
+        ctx.client.replies.reply_off = false;
+        ctx.client.replies.reply_skip_next = false;
+        ctx.client.replies.reply_skip = false;
         Ok(Reply::OK)
     } else if eq_ignore_case(&args[2], "off") {
-        ctx.client.reply_off = true;
+        ctx.client.replies.reply_off = true;
         Ok(Reply::NoReply)
     } else if eq_ignore_case(&args[2], "skip") {
-        if !ctx.client.reply_off {
-            ctx.client.reply_skip_next = true;
+        if !ctx.client.replies.reply_off {
+            ctx.client.replies.reply_skip_next = true;
         }
         Ok(Reply::NoReply)
     } else {

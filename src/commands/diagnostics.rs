@@ -46,7 +46,7 @@ pub(super) struct MemoryFigures {
 impl MemoryFigures {
     /// Reads the figures now (and raises the recorded peak to the current use).
     pub(super) fn gather(ctx: &mut Ctx<'_>) -> MemoryFigures {
-        let used = crate::executor::Executor::used_memory(ctx.ks) as u64;
+        let used = ctx.ks.used_memory() as u64;
         let dataset = ctx.ks.total_mem() as u64;
         ctx.server.memory_peak = ctx.server.memory_peak.max(used);
         let (mut clients_normal, mut clients_replicas) = (0, 0);
@@ -63,7 +63,7 @@ impl MemoryFigures {
             peak: ctx.server.memory_peak,
             startup: used - dataset,
             dataset,
-            rss: super::server::process_usage().0,
+            rss: super::info::process_usage().0,
             backlog: ctx.server.repl.backlog.as_ref().map_or(0, |b| b.capacity),
             clients_normal,
             clients_replicas,
@@ -223,7 +223,7 @@ pub fn latency_reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdErro
 /// ```
 pub fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     let events = &ctx.server.latency.events;
-    let text = if ctx.server.latency_threshold_ms == 0 {
+    let text = if ctx.server.settings.latency_threshold_ms == 0 {
         "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n".to_string()
     } else if events.is_empty() {
         "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n".to_string()

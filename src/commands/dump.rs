@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 
+use super::effects::arg;
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::rdb::{self, RdbError};
 use crate::db::{lru_clock, Entry, Value, LFU_INIT_VAL};
@@ -67,7 +68,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     })?;
     let existed = replace && ctx.ks.db_mut(db).remove(key).is_some();
     if existed {
+        ctx.signal_modified(key);
         ctx.dirty(1);
+        ctx.log_as_one(vec![arg("DEL"), key.clone()]);
     }
     let expire_at = match ttl {
         0 => None,
@@ -82,7 +85,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Ok(Reply::OK);
     }
     let mut entry = Entry::new(value, expire_at, now);
-    if ctx.server.lfu_policy {
+    if ctx.server.settings.lfu_policy {
         if let Some(f) = freq {
             entry.lru = ((((f as u8) ^ LFU_INIT_VAL) as u32) << 24) | lru_clock(now);
         }
@@ -90,7 +93,11 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         entry.lru = (entry.lru & !crate::db::LRU_CLOCK_MAX) | lru_clock(now.saturating_sub(secs.saturating_mul(1000)));
     }
     ctx.ks.db_mut(db).insert_entry(key.clone(), entry);
+    ctx.signal_modified(key);
     ctx.dirty(1);
+    // Logged with the TTL made absolute (a replay at any later time sets the same expiry).
+    let at = arg(&expire_at.unwrap_or(0).to_string());
+    ctx.log_as_one(vec![arg("RESTORE"), key.clone(), at, args[3].clone(), arg("REPLACE"), arg("ABSTTL")]);
     if !existed {
         ctx.notify(notify::NEW, "new", key);
     }
@@ -187,18 +194,23 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Err(CmdError::Other(format!("ERR Target instance replied with error: {err}").into()));
     }
     let mut first_error = None;
+    // What left for the other server is logged as deleted here (never MIGRATE again on replay).
+    let mut deleted = Vec::new();
     for ((key, _, _), reply) in moving.iter().zip(&replies[setup..]) {
         match reply.strip_prefix('-') {
             Some(err) => {
                 first_error.get_or_insert_with(|| err.to_string());
             }
             None if !copy && ctx.ks.db_mut(db).remove(key).is_some() => {
+                ctx.signal_modified(key);
+                deleted.push(vec![arg("DEL"), key.clone()]);
                 ctx.dirty(1);
                 ctx.notify(notify::GENERIC, "del", key);
             }
             None => {}
         }
     }
+    ctx.log_as(deleted);
     match first_error {
         Some(err) => Err(CmdError::Other(format!("ERR Target instance replied with error: {err}").into())),
         None => Ok(Reply::OK),

@@ -41,7 +41,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Result<R
     if numkeys < 0 {
         return Err(CmdError::other("ERR Number of keys can't be negative"));
     }
-    ctx.client.script_call = Some(ScriptCall { sha: name.into(), flags, numkeys: numkeys as usize, read_only, function: true });
+    ctx.then(super::Next::RunScript(ScriptCall { sha: name.into(), flags, numkeys: numkeys as usize, read_only, function: true }));
     Ok(Reply::NoReply)
 }
 
@@ -186,26 +186,7 @@ pub fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdE
 /// Here nothing runs (a busy function's STATS is answered by `executor::busy_answers`).
 pub fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     let fns = functions(ctx)?;
-    Ok(stats_reply(None, fns.library_count(), fns.registered_count()))
-}
-
-/// FUNCTION STATS's reply; `running`: the running function's name, command and run time.
-pub fn stats_reply(running: Option<(String, Vec<Bytes>, u64)>, libraries: usize, functions: usize) -> Reply {
-    let running = running.map_or(Reply::Nil, |(name, argv, ms)| {
-        Reply::Map(vec![
-            (Reply::bulk_string("name"), Reply::bulk_string(name)),
-            (Reply::bulk_string("command"), Reply::Array(argv.into_iter().map(Reply::Bulk).collect())),
-            (Reply::bulk_string("duration_ms"), Reply::Int(ms as i64)),
-        ])
-    });
-    let lua = Reply::Map(vec![
-        (Reply::bulk_string("libraries_count"), Reply::Int(libraries as i64)),
-        (Reply::bulk_string("functions_count"), Reply::Int(functions as i64)),
-    ]);
-    Reply::Map(vec![
-        (Reply::bulk_string("running_script"), running),
-        (Reply::bulk_string("engines"), Reply::Map(vec![(Reply::bulk_string("LUA"), lua)])),
-    ])
+    Ok(crate::scripting::functions::stats_reply(None, fns.library_count(), fns.registered_count()))
 }
 
 /// ```text

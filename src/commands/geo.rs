@@ -11,11 +11,10 @@ use bytes::Bytes;
 
 use self::geohash::{Shape, ShapeKind, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
 use super::access::read;
-use super::keys::notify_new;
 use super::{CmdError, Ctx};
 use crate::db::zset::ops::{zset_add, AddOut, CH, NX, XX};
 use crate::db::zset::{ScoreRange, ZSetValue};
-use crate::db::{lru_clock, Value};
+use crate::db::Value;
 use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::{parse_f64, parse_i64};
@@ -171,6 +170,7 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.dirty(added + updated);
     // Redis runs GEOADD as a ZADD.
     if added + updated > 0 {
+        ctx.signal_modified(key);
         ctx.notify(notify::ZSET, "zadd", key);
     }
     Ok(Reply::Int((if flags & CH != 0 { added + updated } else { added }) as i64))
@@ -433,28 +433,6 @@ fn search(z: &ZSetValue, shape: &Shape, limit: usize) -> Vec<GeoPoint> {
     out
 }
 
-/// Replaces `key` with `value` (Redis's `setKey`: the TTL goes, an LFU counter stays).
-fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
-    let db = ctx.db();
-    let mut lru = lru_clock(ctx.now_ms);
-    if ctx.server.lfu_policy {
-        lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
-    }
-    let absent = ctx.ks.db(db).peek(key).is_none();
-    notify_new(ctx, key, absent);
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(Box::new(value)), None, lru);
-}
-
-/// Deletes `key` if present (counting the change); Redis's `dbDelete` path of STORE.
-fn delete_key(ctx: &mut Ctx<'_>, key: &[u8]) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    if ctx.ks.exists(db, key, now) {
-        ctx.ks.db_mut(db).remove(key);
-        ctx.dirty(1);
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-}
-
 /// `georadiusGeneric`.
 fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> Result<Reply, CmdError> {
     let resp3 = resp3(ctx);
@@ -478,7 +456,7 @@ fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -
         // No source key: an empty reply, or STORE deletes the destination.
         return Ok(match &q.storekey {
             Some(dst) => {
-                delete_key(ctx, dst);
+                ctx.delete_key(dst);
                 Reply::Int(0)
             }
             None => Reply::Array(Vec::new()),
@@ -517,7 +495,7 @@ fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -
         return Ok(Reply::Array(out));
     };
     if returned == 0 {
-        delete_key(ctx, &dst);
+        ctx.delete_key(&dst);
         return Ok(Reply::Int(0));
     }
     let (entries, value) = limits(ctx);
@@ -528,7 +506,7 @@ fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -
         let score = if q.storedist { gp.dist / conversion } else { gp.score };
         z.insert(&gp.member, score, i64::MAX, i64::MAX);
     }
-    store(ctx, &dst, z);
+    ctx.set_key(&dst, Value::ZSet(Box::new(z)));
     ctx.dirty(returned as u64);
     ctx.notify(notify::ZSET, if flags & GEOSEARCH != 0 { "geosearchstore" } else { "georadiusstore" }, &dst);
     Ok(Reply::Int(returned as i64))

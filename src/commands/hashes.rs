@@ -47,7 +47,7 @@ fn lookup_hash<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8], now: i64) -> Res
 }
 
 fn limits(ctx: &Ctx<'_>) -> HashLimits {
-    ctx.server.encoding_limits.hash
+    ctx.server.settings.encoding_limits.hash
 }
 
 /// Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` for the count of
@@ -155,6 +155,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<Reply, 
         h.check_lengths(args[2..].iter().map(|a| &a[..]), limits);
         args[2..].chunks(2).filter(|p| h.set(&p[0], &p[1], limits)).count()
     })?;
+    ctx.signal_modified(&args[1]);
     ctx.dirty((args.len() as u64 - 2) / 2);
     ctx.notify(notify::HASH, "hset", &args[1]);
     Ok(if name == "hset" { Reply::Int(created as i64) } else { Reply::OK })
@@ -189,6 +190,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         h.set(field, value, limits)
     })?;
     if set {
+        ctx.signal_modified(&args[1]);
         ctx.dirty(1);
         ctx.notify(notify::HASH, "hset", &args[1]);
     }
@@ -244,6 +246,7 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let deleted = deleted.unwrap_or(0);
     ctx.dirty(deleted as u64);
     if deleted > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.notify(notify::HASH, "hdel", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
     }
@@ -288,6 +291,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         h.set(field, value.to_string().as_bytes(), limits);
         Ok::<_, CmdError>(value)
     })??;
+    ctx.signal_modified(&args[1]);
     ctx.dirty(1);
     ctx.notify(notify::HASH, "hincrby", &args[1]);
     Ok(Reply::Int(value))
@@ -321,7 +325,10 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
         h.set(field, &data, limits);
         Ok::<_, CmdError>(data)
     })??;
+    ctx.signal_modified(&args[1]);
     ctx.dirty(1);
+    // Logged as the value it came to: float formatting must not differ on replay.
+    ctx.log_as_one(vec![super::effects::arg("HSET"), args[1].clone(), args[2].clone(), data.clone()]);
     ctx.notify(notify::HASH, "hincrbyfloat", &args[1]);
     Ok(Reply::Bulk(data))
 }

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 
 use super::{CmdError, Ctx};
+use crate::config::P;
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
@@ -457,7 +458,7 @@ fn insert_str(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>) {
 }
 
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> usize {
-    ctx.server.config.get_int("hll-sparse-max-bytes").max(0) as usize
+    ctx.server.config.get_int(P::HllSparseMaxBytes).max(0) as usize
 }
 
 /// ```text
@@ -485,6 +486,7 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     });
     updated += result.unwrap_or(Ok(0))?;
     if updated > 0 {
+        ctx.signal_modified(key);
         ctx.dirty(updated);
         ctx.notify(notify::STRING, "pfadd", key);
     }
@@ -522,6 +524,8 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     });
     let (card, recomputed) = r.unwrap_or(Ok((0, false)))?;
     if recomputed {
+        // The cached cardinality is written back: a change, as in Redis.
+        ctx.signal_modified(key);
         ctx.dirty(1);
     }
     Ok(Reply::Int(card as i64))
@@ -568,6 +572,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         Ok::<(), Corrupt>(())
     });
     r.unwrap_or(Ok(()))?;
+    ctx.signal_modified(dest);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "pfadd", dest);
     Ok(Reply::OK)

@@ -6,7 +6,9 @@
 
 use bytes::Bytes;
 
+use super::effects::arg;
 use super::{arg_i64, help, help_reply, sanitize, CmdError, Ctx};
+use crate::config::P;
 use crate::db::Entry;
 use crate::notify;
 use crate::protocol::Reply;
@@ -42,6 +44,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.ks.expire_if_needed(db, key, now);
         if ctx.ks.db_mut(db).remove(key).is_some() {
             deleted += 1;
+            ctx.signal_modified(key);
             ctx.notify(notify::GENERIC, "del", key);
         }
     }
@@ -142,13 +145,17 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     if flags & EXPIRE_LT != 0 && current.is_some_and(|cur| when >= cur) {
         return Ok(Reply::Int(0));
     }
+    // Logged with the absolute time: a replay at any later moment sets the same expiry.
     if when <= now && !ctx.ks.passive_expiry {
         ctx.ks.db_mut(db).remove(key);
+        ctx.log_as_one(vec![arg("DEL"), key.clone()]);
         ctx.notify(notify::GENERIC, "del", key);
     } else {
         ctx.ks.db_mut(db).set_expire(key, Some(when));
+        ctx.log_as_one(vec![arg("PEXPIREAT"), key.clone(), arg(&when.to_string())]);
         ctx.notify(notify::GENERIC, "expire", key);
     }
+    ctx.signal_modified(key);
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }
@@ -234,6 +241,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.expire_at().is_some());
     if had {
         ctx.ks.db_mut(db).set_expire(&args[1], None);
+        ctx.signal_modified(&args[1]);
         ctx.dirty(1);
         ctx.notify(notify::GENERIC, "persist", &args[1]);
     }
@@ -350,6 +358,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, 
         d.remove(dst);
         d.insert_entry(dst.clone(), entry);
     }
+    ctx.signal_modified(src);
+    ctx.signal_modified(dst);
     ctx.dirty(1);
     // Redis's dbAdd of the destination, then the pair of rename events.
     ctx.notify(notify::NEW, "new", dst);
@@ -387,9 +397,9 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     if let Some(entry) = ctx.ks.db_mut(src).remove(key) {
         ctx.ks.db_mut(dst).insert_entry(key.clone(), entry);
-        // The destination database's copy is a change too (watchers, blocked clients).
-        ctx.server.also_modified.push((dst, key.clone()));
     }
+    ctx.signal_modified_db(src, key);
+    ctx.signal_modified_db(dst, key);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", key, dst);
     ctx.notify_db(notify::GENERIC, "move_from", key, src);
@@ -431,7 +441,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     // The copy is a new object: fresh access data.
     ctx.ks.db_mut(dst_db).insert_entry(dst.clone(), Entry::new(value, expire_at, now));
-    ctx.server.also_modified.push((dst_db, dst.clone()));
+    ctx.signal_modified_db(dst_db, dst);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", dst, dst_db);
     ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
@@ -460,6 +470,8 @@ fn flush_mode(args: &[Bytes]) -> Result<(), CmdError> {
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     flush_mode(args)?;
     let db = ctx.db();
+    ctx.touch_all_watched_in(db, None);
+    ctx.effects.flushed = true;
     let n = ctx.ks.db_mut(db).clear();
     ctx.dirty(n as u64);
     Ok(Reply::OK)
@@ -470,6 +482,10 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     flush_mode(args)?;
+    for db in 0..ctx.ks.dbs.len() {
+        ctx.touch_all_watched_in(db, None);
+    }
+    ctx.effects.flushed = true;
     let n = ctx.ks.flush_all();
     ctx.dirty(n as u64 + 1);
     Ok(Reply::OK)
@@ -481,8 +497,15 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let a = parse_i32(&args[1]).ok_or_else(|| CmdError::other("ERR invalid first DB index"))?;
     let b = parse_i32(&args[2]).ok_or_else(|| CmdError::other("ERR invalid second DB index"))?;
-    if a < 0 || b < 0 || !ctx.ks.swap_dbs(a as usize, b as usize) {
+    let (a, b) = (a as usize, b as usize);
+    if !ctx.ks.swap_dbs(a, b) {
         return Err(CmdError::DbIndexOutOfRange);
+    }
+    // Swapping a database with itself changes nothing (Redis returns early).
+    if a != b {
+        ctx.touch_all_watched_in(a, Some(b));
+        ctx.touch_all_watched_in(b, Some(a));
+        ctx.effects.rescan.extend([a, b]);
     }
     ctx.dirty(1);
     Ok(Reply::OK)
@@ -497,7 +520,7 @@ fn object_lookup<'a>(ctx: &'a mut Ctx<'_>, key: &[u8]) -> Option<&'a Entry> {
 }
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
-    ctx.server.lfu_policy
+    ctx.server.settings.lfu_policy
 }
 
 /// ```text
@@ -514,8 +537,8 @@ pub fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
 /// Small integers (0..9999) are shared objects in Redis, reported with refcount INT_MAX,
 /// unless a maxmemory limit with an LRU/LFU policy disables sharing.
 pub fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let policy = ctx.server.config.get("maxmemory-policy");
-    let maxmemory = crate::config::parse_memory(ctx.server.config.get("maxmemory")).unwrap_or(0);
+    let policy = ctx.server.config.get(P::MaxmemoryPolicy);
+    let maxmemory = crate::config::parse_memory(ctx.server.config.get(P::Maxmemory)).unwrap_or(0);
     let sharing = maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
     let Some(entry) = object_lookup(ctx, &args[2]) else {
         return Ok(Reply::Nil);
@@ -549,7 +572,7 @@ pub fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
 /// ```
 pub fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let lfu = lfu_policy(ctx);
-    let decay = ctx.server.config.get_int("lfu-decay-time").max(0) as u64;
+    let decay = ctx.server.config.get_int(P::LfuDecayTime).max(0) as u64;
     let now = ctx.now_ms;
     let Some(entry) = object_lookup(ctx, &args[2]) else {
         return Ok(Reply::Nil);

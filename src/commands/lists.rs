@@ -6,6 +6,7 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
+use super::effects::arg;
 use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::list::ListValue;
@@ -104,6 +105,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> Result
         notify_if_new(ctx, key);
         modify_or_create(ctx, key, pick_mut, is_empty, new_list, f)?
     };
+    ctx.signal_modified(key);
     ctx.dirty(items.len() as u64);
     ctx.notify(notify::LIST, if end == End::Head { "lpush" } else { "rpush" }, key);
     Ok(Reply::Int(len as i64))
@@ -171,6 +173,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, Cmd
         Some((reply, n)) => {
             ctx.dirty(n);
             if n > 0 {
+                ctx.signal_modified(key);
                 ctx.notify(notify::LIST, pop_event(end), key);
                 notify_del_if_gone(ctx, key);
             }
@@ -273,6 +276,7 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if done != Some(true) {
         return Err(CmdError::other("ERR index out of range"));
     }
+    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::LIST, "lset", key);
     Ok(Reply::OK)
@@ -304,6 +308,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         None => Ok(Reply::Int(0)),
         Some(n) => {
             if n > 0 {
+                ctx.signal_modified(&args[1]);
                 ctx.dirty(1);
                 ctx.notify(notify::LIST, "linsert", &args[1]);
             }
@@ -347,6 +352,7 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     .unwrap_or(0);
     ctx.dirty(removed);
     if removed > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.notify(notify::LIST, "lrem", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
     }
@@ -373,13 +379,11 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
     })?;
     if let Some(n) = removed {
+        // Redis signals the key even when nothing was trimmed (a WATCH on it aborts).
+        ctx.signal_modified(&args[1]);
         ctx.dirty(n as u64);
         ctx.notify(notify::LIST, "ltrim", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
-        // Redis signals the key even when nothing was trimmed (a WATCH on it aborts).
-        if n == 0 {
-            ctx.server.also_modified.push((ctx.client.db, args[1].clone()));
-        }
     }
     Ok(Reply::OK)
 }
@@ -467,6 +471,8 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
     // Redis pushes first (creating the destination), then reports the pop and the deletion.
     notify_new(ctx, dst, dst_absent);
     modify_or_create(ctx, dst, pick_mut, is_empty, new_list, |l| push(l, to, stored))?;
+    ctx.signal_modified(dst);
+    ctx.signal_modified(src);
     ctx.dirty(1);
     ctx.notify(notify::LIST, if to == End::Head { "lpush" } else { "rpush" }, dst);
     ctx.notify(notify::LIST, pop_event(from), src);
@@ -526,7 +532,13 @@ fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<
             Some(true) => {}
         }
         if let Some(items) = modify(ctx, key, pick_mut, is_empty, |l| pop_many(l, end, count))? {
+            ctx.signal_modified(key);
             ctx.dirty(items.len() as u64);
+            if timeout.is_some() {
+                // BLMPOP is logged as the LMPOP it came to.
+                let count = arg(&items.len().max(1).to_string());
+                ctx.log_as_one(vec![arg("LMPOP"), arg("1"), key.clone(), args[where_idx].clone(), arg("COUNT"), count]);
+            }
             ctx.notify(notify::LIST, pop_event(end), key);
             notify_del_if_gone(ctx, key);
             return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)]));
@@ -541,7 +553,12 @@ fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<
 /// Asks the executor to park the client on `keys`; every blocking list command times out
 /// with a null array, as in Redis.
 fn block(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<i64>) -> Reply {
-    ctx.client.block_request = Some(BlockRequest { keys: keys.to_vec(), deadline_ms, timeout_reply: Reply::NilArray });
+    ctx.then(super::Next::Block(BlockRequest {
+        kind: super::BlockKind::List,
+        keys: keys.to_vec(),
+        deadline_ms,
+        timeout_reply: Reply::NilArray,
+    }));
     Reply::NoReply
 }
 
@@ -557,7 +574,9 @@ fn blocking_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, Cm
             Some(true) => {}
         }
         if let Some(Some(item)) = modify(ctx, key, pick_mut, is_empty, |l| pop(l, end))? {
+            ctx.signal_modified(key);
             ctx.dirty(1);
+            ctx.log_as_one(vec![arg(if end == End::Head { "LPOP" } else { "RPOP" }), key.clone()]);
             ctx.notify(notify::LIST, pop_event(end), key);
             notify_del_if_gone(ctx, key);
             return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(item)]));
@@ -589,7 +608,17 @@ fn blocking_move(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout_
         None if ctx.client.deny_blocking => Ok(Reply::Nil),
         None => Ok(block(ctx, &args[1..2], deadline)),
         Some(false) => Err(CmdError::WrongType),
-        Some(true) => lmove_generic(ctx, &args[1], &args[2], from, to),
+        Some(true) => {
+            let reply = lmove_generic(ctx, &args[1], &args[2], from, to)?;
+            // Logged as the non-blocking form (what it did).
+            let mut logged = match args.len() {
+                4 => vec![arg("RPOPLPUSH")],
+                _ => vec![arg("LMOVE")],
+            };
+            logged.extend_from_slice(&args[1..args.len() - 1]);
+            ctx.log_as_one(logged);
+            Ok(reply)
+        }
     }
 }
 

@@ -33,7 +33,7 @@ pub fn module_unload(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
 
 /// Redis's PROTECTED_CONFIG check for MODULE LOAD/LOADEX/UNLOAD.
 fn protected(ctx: &Ctx<'_>) -> Result<(), CmdError> {
-    if super::server::allowed_by(ctx, "enable-module-command") {
+    if super::server::allowed_by(ctx, crate::config::P::EnableModuleCommand) {
         return Ok(());
     }
     Err(CmdError::other(

@@ -34,9 +34,9 @@ impl Kind {
 
 fn client_list(client: &mut Client, kind: Kind) -> &mut Vec<Bytes> {
     match kind {
-        Kind::Channel => &mut client.channels,
-        Kind::Pattern => &mut client.patterns,
-        Kind::Shard => &mut client.shard_channels,
+        Kind::Channel => &mut client.subs.channels,
+        Kind::Pattern => &mut client.subs.patterns,
+        Kind::Shard => &mut client.subs.shard_channels,
     }
 }
 
@@ -51,8 +51,8 @@ fn server_map<'a>(ctx: &'a mut Ctx<'_>, kind: Kind) -> &'a mut std::collections:
 /// The count Redis reports after a (un)subscription: shard subscriptions count apart.
 fn count(client: &Client, kind: Kind) -> i64 {
     match kind {
-        Kind::Shard => client.shard_channels.len() as i64,
-        _ => (client.channels.len() + client.patterns.len()) as i64,
+        Kind::Shard => client.subs.shard_channels.len() as i64,
+        _ => (client.subs.channels.len() + client.subs.patterns.len()) as i64,
     }
 }
 
@@ -319,7 +319,7 @@ pub fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 /// Publishes the pending keyspace events: `__keyspace@<db>__:<key>` carries the event name,
 /// `__keyevent@<db>__:<event>` the key (per the K and E flags).
 pub fn publish_notifications(server: &mut ServerState, mut current: Option<&mut Client>) {
-    let flags = server.notify_flags;
+    let flags = server.settings.notify_flags;
     for n in std::mem::take(&mut server.notifications) {
         if flags & crate::notify::KEYSPACE != 0 {
             let mut channel = format!("__keyspace@{}__:", n.db).into_bytes();

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use bytes::Bytes;
 
-use super::{arg_i64, BlockRequest, CmdError, Ctx};
+use super::{arg_i64, BlockRequest, CmdError, Ctx, Next};
+use crate::config::P;
 use crate::protocol::Reply;
 use crate::replication::{peer_ip, PeerState, ReplRequest};
 use crate::state::ServerState;
@@ -17,7 +18,7 @@ use crate::util::eq_ignore_case;
 /// ```
 pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if eq_ignore_case(&args[1], "no") && eq_ignore_case(&args[2], "one") {
-        ctx.server.repl_request = Some(ReplRequest::ReplicaOf(None));
+        ctx.then(Next::Replication(ReplRequest::ReplicaOf(None)));
         return Ok(Reply::OK);
     }
     let port = match crate::util::parse_i64(&args[2]) {
@@ -25,7 +26,7 @@ pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         _ => return Err(CmdError::other("ERR Invalid master port")),
     };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
-    ctx.server.repl_request = Some(ReplRequest::ReplicaOf(Some((host, port as u16))));
+    ctx.then(Next::Replication(ReplRequest::ReplicaOf(Some((host, port as u16)))));
     Ok(Reply::OK)
 }
 
@@ -77,7 +78,7 @@ pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let offset = arg_i64(&args[2])?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
-    ctx.server.repl_request = Some(ReplRequest::Psync { replid, offset, legacy: false });
+    ctx.then(Next::Replication(ReplRequest::Psync { replid, offset, legacy: false }));
     Ok(Reply::NoReply)
 }
 
@@ -88,7 +89,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
         return Err(CmdError::other(NO_RDB));
     }
-    ctx.server.repl_request = Some(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true });
+    ctx.then(Next::Replication(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true }));
     Ok(Reply::NoReply)
 }
 
@@ -159,7 +160,12 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         t => Some(crate::clock::now_ms().checked_add(t).ok_or_else(|| CmdError::other("ERR timeout is out of range"))?),
     };
     ctx.client.wait_target = Some((offset, needed.max(0) as usize));
-    ctx.client.block_request = Some(BlockRequest { keys: Vec::new(), deadline_ms, timeout_reply: Reply::Int(count as i64) });
+    ctx.then(Next::Block(BlockRequest {
+        kind: super::BlockKind::NoKey,
+        keys: Vec::new(),
+        deadline_ms,
+        timeout_reply: Reply::Int(count as i64),
+    }));
     Ok(Reply::NoReply)
 }
 
@@ -189,14 +195,14 @@ pub fn info_section(s: &ServerState) -> String {
         let _ = write!(
             out,
             "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
-            s.config.get("replica-priority"),
-            s.replica_read_only as u8
+            s.config.get(P::ReplicaPriority),
+            s.settings.replica_read_only as u8
         );
     } else {
         out.push_str("role:master\r\n");
     }
     let _ = write!(out, "connected_slaves:{}\r\n", s.replica_peers().count());
-    let (needed, max_lag) = s.min_replicas;
+    let (needed, max_lag) = s.settings.min_replicas;
     if needed > 0 && repl.master.is_none() {
         let _ = write!(out, "min_slaves_good_slaves:{}\r\n", s.good_replicas(max_lag));
     }
@@ -225,7 +231,7 @@ pub fn info_section(s: &ServerState) -> String {
         repl.replid2,
         repl.offset,
         repl.second_offset.map_or(-1, |o| o as i64 + 1),
-        s.config.get("repl-backlog-size"),
+        s.config.get(P::ReplBacklogSize),
     );
     out
 }

@@ -2,7 +2,7 @@
 //!
 //! The handlers check arguments and compile or find the script; the run itself happens in the
 //! executor, the way EXEC does: the handler leaves a [`ScriptCall`] in
-//! `Client::script_call`, and the executor runs it with the script rules (it owns what
+//! `Next::RunScript`, and the executor runs it with the script rules (it owns what
 //! `redis.call` needs). SCRIPT KILL reaches this handler only when no script runs (a busy
 //! script's kills are answered by the connection tasks).
 
@@ -77,7 +77,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         engine.load(&args[1]).map_err(|e| CmdError::Other(e.into()))?
     };
     let (sha, flags) = (script.sha.clone(), script.flags);
-    ctx.client.script_call = Some(ScriptCall { sha, flags, numkeys: numkeys as usize, read_only, function: false });
+    ctx.then(super::Next::RunScript(ScriptCall { sha, flags, numkeys: numkeys as usize, read_only, function: false }));
     Ok(Reply::NoReply)
 }
 

@@ -5,11 +5,12 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
+use super::effects::arg;
 use super::hashes::{check_draws, opt_is, parse_cursor, parse_rand_count, parse_scan_opts, sample_distinct, scan_reply};
 use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
 use super::{CmdError, Ctx};
 use crate::db::set::SetValue;
-use crate::db::{lru_clock, Key, Keyspace, Value};
+use crate::db::{Key, Keyspace, Value};
 use crate::notify;
 use crate::protocol::Reply;
 
@@ -29,7 +30,7 @@ fn pick_mut(v: &mut Value) -> Option<&mut SetValue> {
 
 /// `set-max-intset-entries` (cached in `ServerState::encoding_limits`).
 fn max_intset(ctx: &Ctx<'_>) -> u64 {
-    ctx.server.encoding_limits.max_intset
+    ctx.server.settings.encoding_limits.max_intset
 }
 
 /// The set at `key`, borrowing only the keyspace (so the caller can use the server's random
@@ -67,6 +68,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         modify_or_create(ctx, &args[1], pick_mut, SetValue::is_empty, create, |s| args[2..].iter().filter(|m| s.add(m, max)).count())?;
     ctx.dirty(added as u64);
     if added > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.notify(notify::SET, "sadd", &args[1]);
     }
     Ok(Reply::Int(added as i64))
@@ -79,6 +81,7 @@ pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let removed = modify(ctx, &args[1], pick_mut, SetValue::is_empty, |s| args[2..].iter().filter(|m| s.remove(m)).count())?.unwrap_or(0);
     ctx.dirty(removed as u64);
     if removed > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.notify(notify::SET, "srem", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
     }
@@ -133,7 +136,9 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Ok(Reply::Nil);
         };
         modify(ctx, key, pick_mut, SetValue::is_empty, |s| s.remove(&member))?;
+        ctx.signal_modified(key);
         ctx.dirty(1);
+        ctx.log_as_one(vec![arg("SREM"), Bytes::copy_from_slice(key), member.clone()]);
         ctx.notify(notify::SET, "spop", key);
         notify_del_if_gone(ctx, key);
         return Ok(Reply::Bulk(member));
@@ -143,9 +148,12 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     if count >= size as u64 {
         // The whole set goes.
-        let all = bulks(s.iter());
+        let members: Vec<Bytes> = s.iter().map(Key::to_bytes).collect();
         ctx.ks.db_mut(db).remove(key);
+        ctx.signal_modified(key);
         ctx.dirty(size as u64);
+        log_srem(ctx, key, &members);
+        let all = members.into_iter().map(Reply::Bulk).collect();
         ctx.notify(notify::SET, "spop", key);
         ctx.notify(notify::GENERIC, "del", key);
         return Ok(Reply::Set(all));
@@ -165,7 +173,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     } else {
         // Like Redis, pick the few members that stay and rebuild the set from them (so its
         // encoding is decided afresh), returning all the others.
-        let max = server.encoding_limits.max_intset;
+        let max = server.settings.encoding_limits.max_intset;
         let keep = sample_distinct(size, remaining, &mut || server.random());
         let mut rebuilt = SetValue::new();
         for i in keep {
@@ -177,9 +185,19 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Set(Box::new(rebuilt)));
         popped
     };
+    ctx.signal_modified(key);
     ctx.dirty(count as u64);
+    log_srem(ctx, key, &popped);
     ctx.notify(notify::SET, "spop", key);
     Ok(Reply::Set(popped.into_iter().map(Reply::Bulk).collect()))
+}
+
+/// SPOP is logged as the SREM of what it popped (a replay must not draw again).
+fn log_srem(ctx: &mut Ctx<'_>, key: &[u8], members: &[Bytes]) {
+    let mut argv = Vec::with_capacity(members.len() + 2);
+    argv.extend([arg("SREM"), Bytes::copy_from_slice(key)]);
+    argv.extend_from_slice(members);
+    ctx.log_as_one(argv);
 }
 
 /// ```text
@@ -241,13 +259,16 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if modify(ctx, src, pick_mut, SetValue::is_empty, |s| s.remove(member))? != Some(true) {
         return Ok(Reply::Int(0));
     }
+    ctx.signal_modified(src);
     ctx.dirty(1);
     ctx.notify(notify::SET, "srem", src);
     notify_del_if_gone(ctx, src);
     let max = max_intset(ctx);
     let create = || Value::Set(Box::new(SetValue::for_member(member)));
     notify_new(ctx, dst, dst_type.is_none());
+    // The destination changed only if the member was new there (Redis signals it then only).
     if modify_or_create(ctx, dst, pick_mut, SetValue::is_empty, create, |s| s.add(member, max))? {
+        ctx.signal_modified(dst);
         ctx.dirty(1);
         ctx.notify(notify::SET, "sadd", dst);
     }
@@ -274,22 +295,12 @@ fn peek_sets<'k>(ks: &'k Keyspace, db: usize, keys: &[Bytes], present: &[bool]) 
 /// Redis's `setKey` for the STORE commands (no TTL kept; under an LFU policy the old
 /// counter is), or the deletion of `dst` when the result is empty. Replies the size.
 fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], set: SetValue, event: &'static str) -> Reply {
-    let (db, now) = (ctx.db(), ctx.now_ms);
     let len = set.len();
     if len == 0 {
-        if ctx.ks.db_mut(db).remove(dst).is_some() {
-            ctx.dirty(1);
-            ctx.notify(notify::GENERIC, "del", dst);
-        }
+        ctx.delete_key(dst);
         return Reply::Int(0);
     }
-    let mut lru = lru_clock(now);
-    let old_lru = ctx.ks.get_mut(db, dst, now).map(|e| e.lru);
-    if ctx.server.lfu_policy {
-        lru = old_lru.unwrap_or(lru);
-    }
-    notify_new(ctx, dst, old_lru.is_none());
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(dst), Value::Set(Box::new(set)), None, lru);
+    ctx.set_key(dst, Value::Set(Box::new(set)));
     ctx.dirty(1);
     ctx.notify(notify::SET, event, dst);
     Reply::Int(len as i64)

@@ -17,11 +17,10 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use super::keys::notify_new;
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::list::ListValue;
 use crate::db::zset::ZSetValue;
-use crate::db::{lru_clock, Value};
+use crate::db::Value;
 use crate::notify;
 use crate::protocol::Reply;
 use crate::util::{cstr, opt_is};
@@ -428,23 +427,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
     }
     let outputlen = list.len();
     if outputlen > 0 {
-        // Redis's `setKey`: the TTL goes, an LFU counter stays.
-        let mut lru = lru_clock(now);
-        if ctx.server.lfu_policy {
-            lru = ctx.ks.db(db).peek(storekey).map_or(lru, |e| e.lru);
-        }
-        let absent = ctx.ks.db(db).peek(storekey).is_none();
-        notify_new(ctx, storekey, absent);
-        ctx.ks.db_mut(db).insert(storekey.clone(), Value::List(Box::new(list)), None, lru);
+        ctx.set_key(storekey, Value::List(Box::new(list)));
         ctx.dirty(outputlen as u64);
         ctx.notify(notify::LIST, "sortstore", storekey);
-        // Not at a key position of SORT: tell the executor (blocked clients, watchers).
-        ctx.server.also_modified.push((db, storekey.clone()));
-    } else if ctx.ks.exists(db, storekey, now) {
-        ctx.ks.db_mut(db).remove(storekey);
-        ctx.dirty(1);
-        ctx.notify(notify::GENERIC, "del", storekey);
-        ctx.server.also_modified.push((db, storekey.clone()));
+    } else {
+        ctx.delete_key(storekey);
     }
     Ok(Reply::Int(outputlen as i64))
 }

@@ -3,7 +3,9 @@
 
 use bytes::Bytes;
 
+use super::effects::arg;
 use super::{arg_i64, CmdError, Ctx};
+use crate::config::P;
 use crate::db::{lru_clock, StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
@@ -45,7 +47,7 @@ fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
 fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
     let db = ctx.db();
     let lru = lru_clock(ctx.now_ms);
-    let keep_lru = ctx.server.lfu_policy;
+    let keep_lru = ctx.server.settings.lfu_policy;
     let created = ctx.ks.db_mut(db).upsert(key, Value::Str(StrValue { data, enc }), expire_at, lru, keep_lru);
     if created {
         ctx.notify(notify::NEW, "new", key);
@@ -58,7 +60,7 @@ fn max_bulk_len(ctx: &Ctx<'_>) -> i128 {
     if ctx.client.superuser {
         return i128::MAX;
     }
-    ctx.server.config.get_int("proto-max-bulk-len") as i128
+    ctx.server.config.get_int(P::ProtoMaxBulkLen) as i128
 }
 
 /// Parses the options of SET (from argv[3]) or GETEX (from argv[2]) exactly like Redis's
@@ -155,7 +157,13 @@ fn set_generic(
     };
     // A time already past is stored as is: the key then expires on its next access, as in Redis.
     store(ctx, key, val.to_vec(), StrEncoding::Auto, expire_at);
+    ctx.signal_modified(key);
     ctx.dirty(1);
+    // EX, PX and EXAT are logged as the absolute PXAT they come to (GET, NX and XX, decided
+    // already, are dropped).
+    if let Some(at) = when {
+        ctx.log_as_one(vec![arg("SET"), Bytes::copy_from_slice(key), Bytes::copy_from_slice(val), arg("PXAT"), arg(&at.to_string())]);
+    }
     ctx.notify(notify::STRING, "set", key);
     if when.is_some() {
         ctx.notify(notify::GENERIC, "expire", key);
@@ -206,6 +214,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
     store(ctx, &args[1], args[2].to_vec(), StrEncoding::Auto, None);
+    ctx.signal_modified(&args[1]);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", &args[1]);
     Ok(got)
@@ -218,6 +227,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
     let db = ctx.db();
     if ctx.ks.db_mut(db).remove(&args[1]).is_some() {
+        ctx.signal_modified(&args[1]);
         ctx.dirty(1);
         ctx.notify(notify::GENERIC, "del", &args[1]);
     }
@@ -245,19 +255,25 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         // Like Redis's checkAlreadyExpired: a replica sets the time instead of deleting.
         Some(at) if absolute && at <= now && !ctx.ks.passive_expiry => {
             ctx.ks.db_mut(db).remove(key);
+            ctx.signal_modified(key);
             ctx.dirty(1);
+            ctx.log_as_one(vec![arg("DEL"), Bytes::copy_from_slice(key)]);
             ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             ctx.ks.db_mut(db).set_expire(key, Some(at));
+            ctx.signal_modified(key);
             ctx.dirty(1);
+            ctx.log_as_one(vec![arg("PEXPIREAT"), Bytes::copy_from_slice(key), arg(&at.to_string())]);
             ctx.notify(notify::GENERIC, "expire", key);
         }
         None if flags & PERSIST != 0 => {
             let had = ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some());
             if had {
                 ctx.ks.db_mut(db).set_expire(key, None);
+                ctx.signal_modified(key);
                 ctx.dirty(1);
+                ctx.log_as_one(vec![arg("PERSIST"), Bytes::copy_from_slice(key)]);
                 ctx.notify(notify::GENERIC, "persist", key);
             }
         }
@@ -296,6 +312,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, Cm
     }
     for pair in args[1..].chunks(2) {
         store(ctx, &pair[0], pair[1].to_vec(), StrEncoding::Auto, None);
+        ctx.signal_modified(&pair[0]);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }
     ctx.dirty((args.len() as u64 - 1) / 2);
@@ -345,6 +362,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
                 .unwrap_or(0)
         }
     };
+    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "append", key);
     Ok(Reply::Int(len as i64))
@@ -378,6 +396,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
         }),
         None => store(ctx, key, value.to_string().into_bytes(), StrEncoding::Auto, None),
     }
+    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "incrby", key);
     Ok(Reply::Int(value))
@@ -436,16 +455,19 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         IncrFloatError::BaseNotFloat | IncrFloatError::IncrNotFloat => CmdError::NotFloat,
         IncrFloatError::NanOrInfinity => CmdError::other("ERR increment would produce NaN or Infinity"),
     })?;
-    let reply = Reply::bulk(&data);
+    let value = Bytes::copy_from_slice(&data);
     if exists {
         let db = ctx.db();
         ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::NotInt }));
     } else {
         store(ctx, key, data, StrEncoding::NotInt, None);
     }
+    ctx.signal_modified(key);
     ctx.dirty(1);
+    // Logged as the value it came to: float formatting must not differ on replay.
+    ctx.log_as_one(vec![arg("SET"), Bytes::copy_from_slice(key), value.clone(), arg("KEEPTTL")]);
     ctx.notify(notify::STRING, "incrbyfloat", key);
-    Ok(reply)
+    Ok(Reply::Bulk(value))
 }
 
 /// ```text
@@ -528,6 +550,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         store(ctx, key, data, StrEncoding::Raw, None);
         end
     };
+    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))

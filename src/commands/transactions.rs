@@ -2,7 +2,7 @@
 //!
 //! MULTI only marks the client: from then on the executor queues its commands (answering
 //! QUEUED) instead of running them. EXEC asks the executor to run the queue atomically, the
-//! way a blocking command asks to be parked: it sets `Client::exec_requested`. WATCH records
+//! way a blocking command asks to be parked: it states `Next::Exec`. WATCH records
 //! (db, key) pairs in `ServerState::watchers`; the executor marks every watcher of a key that a
 //! command modifies (or that expires, or that FLUSHDB/FLUSHALL/SWAPDB wipe), and EXEC then
 //! answers a null array.
@@ -16,10 +16,10 @@ use crate::protocol::Reply;
 /// MULTI
 /// ```
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    if ctx.client.multi.is_some() {
+    if ctx.client.txn.multi.is_some() {
         return Err(CmdError::other("ERR MULTI calls can not be nested"));
     }
-    ctx.client.multi = Some(Vec::new());
+    ctx.client.txn.multi = Some(Vec::new());
     Ok(Reply::OK)
 }
 
@@ -27,10 +27,10 @@ pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// EXEC
 /// ```
 pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    if ctx.client.multi.is_none() {
+    if ctx.client.txn.multi.is_none() {
         return Err(CmdError::other("ERR EXEC without MULTI"));
     }
-    ctx.client.exec_requested = true;
+    ctx.then(super::Next::Exec);
     Ok(Reply::NoReply)
 }
 
@@ -38,7 +38,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// DISCARD
 /// ```
 pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    if ctx.client.multi.is_none() {
+    if ctx.client.txn.multi.is_none() {
         return Err(CmdError::other("ERR DISCARD without MULTI"));
     }
     discard_transaction(ctx);
@@ -47,8 +47,8 @@ pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 
 /// Forgets the queued commands and every watched key (DISCARD, EXEC, RESET).
 pub fn discard_transaction(ctx: &mut Ctx<'_>) {
-    ctx.client.multi = None;
-    ctx.client.multi_dirty = false;
+    ctx.client.txn.multi = None;
+    ctx.client.txn.multi_dirty = false;
     unwatch_all(ctx);
 }
 
@@ -56,23 +56,23 @@ pub fn discard_transaction(ctx: &mut Ctx<'_>) {
 /// WATCH key [key ...]
 /// ```
 pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    if ctx.client.multi.is_some() {
+    if ctx.client.txn.multi.is_some() {
         return Err(CmdError::other("ERR WATCH inside MULTI is not allowed"));
     }
     let db = ctx.db();
     for key in &args[1..] {
         let slot = (db, key.clone());
-        if ctx.client.watched.contains(&slot) {
+        if ctx.client.txn.watched.contains(&slot) {
             continue;
         }
         // A key already logically expired is remembered as such (and left in place, as
         // Redis does): only a change after WATCH can abort the transaction.
         let now = ctx.now_ms;
         if ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now)) {
-            ctx.client.watched_expired.push(slot.clone());
+            ctx.client.txn.watched_expired.push(slot.clone());
         }
         ctx.server.watchers.entry(slot.clone()).or_default().push(ctx.client.id);
-        ctx.client.watched.push(slot);
+        ctx.client.txn.watched.push(slot);
     }
     Ok(Reply::OK)
 }
@@ -87,8 +87,8 @@ pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 
 fn unwatch_all(ctx: &mut Ctx<'_>) {
     let id = ctx.client.id;
-    ctx.client.watched_expired.clear();
-    for slot in std::mem::take(&mut ctx.client.watched) {
+    ctx.client.txn.watched_expired.clear();
+    for slot in std::mem::take(&mut ctx.client.txn.watched) {
         if let Some(ids) = ctx.server.watchers.get_mut(&slot) {
             ids.retain(|c| *c != id);
             if ids.is_empty() {
@@ -96,5 +96,5 @@ fn unwatch_all(ctx: &mut Ctx<'_>) {
             }
         }
     }
-    ctx.client.cas_dirty = false;
+    ctx.client.txn.cas_dirty = false;
 }

@@ -8,11 +8,12 @@
 use bytes::Bytes;
 
 use super::access::{modify, modify_or_create, read};
-use super::keys::{notify_del_if_gone, notify_if_new, notify_new};
+use super::effects::arg;
+use super::keys::{notify_del_if_gone, notify_if_new};
 use super::{arg_i64, parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::db::zset::ops::{self, zset_add, AddOut, Aggregate, Spec, Src, CH, GT, INCR, LT, NX, XX};
 use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
-use crate::db::{lru_clock, Value};
+use crate::db::Value;
 use crate::notify;
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::util::opt_is;
@@ -50,7 +51,7 @@ pub(super) fn add_to_zset(ctx: &mut Ctx<'_>, key: &[u8], xx: bool, f: impl FnOnc
 }
 
 pub(super) fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
-    let l = &ctx.server.encoding_limits;
+    let l = &ctx.server.settings.encoding_limits;
     (l.zset_entries, l.zset_value)
 }
 
@@ -79,32 +80,15 @@ fn pairs_reply(ctx: &Ctx<'_>, items: Vec<(Bytes, f64)>, withscores: bool) -> Rep
     }
 }
 
-/// Replaces `key` with `value` (Redis's `setKey`: the TTL goes, an LFU counter stays).
-fn store(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue) {
-    let db = ctx.db();
-    let mut lru = lru_clock(ctx.now_ms);
-    if ctx.server.lfu_policy {
-        lru = ctx.ks.db(db).peek(key).map_or(lru, |e| e.lru);
-    }
-    let absent = ctx.ks.db(db).peek(key).is_none();
-    notify_new(ctx, key, absent);
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::ZSet(Box::new(value)), None, lru);
-}
-
 /// Stores a result (or deletes `key` when it is empty) and replies with its size.
 fn store_result(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue, event: &'static str) -> Reply {
     let n = value.len();
     if n > 0 {
-        store(ctx, key, value);
+        ctx.set_key(key, Value::ZSet(Box::new(value)));
         ctx.dirty(1);
         ctx.notify(notify::ZSET, event, key);
     } else {
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        if ctx.ks.exists(db, key, now) {
-            ctx.ks.db_mut(db).remove(key);
-            ctx.dirty(1);
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        ctx.delete_key(key);
     }
     Reply::Int(n as i64)
 }
@@ -179,6 +163,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> Result<Repl
     })?;
     ctx.dirty(added + updated);
     if added + updated > 0 {
+        ctx.signal_modified(key);
         ctx.notify(notify::ZSET, if has(INCR) { "zincr" } else { "zadd" }, key);
     }
     if nan {
@@ -227,6 +212,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     .unwrap_or(0);
     ctx.dirty(n);
     if n > 0 {
+        ctx.signal_modified(&args[1]);
         ctx.notify(notify::ZSET, "zrem", &args[1]);
         notify_del_if_gone(ctx, &args[1]);
     }
@@ -467,6 +453,7 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
     .unwrap_or(0);
     ctx.dirty(n);
     if n > 0 {
+        ctx.signal_modified(&args[1]);
         let event = match kind {
             Kind::Rank => "zremrangebyrank",
             Kind::Score => "zremrangebyscore",
@@ -536,6 +523,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, emitkey: bool, coun
     .unwrap_or_default();
     ctx.dirty(popped.len() as u64);
     if !popped.is_empty() {
+        ctx.signal_modified(key);
         ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
         notify_del_if_gone(ctx, key);
     }
@@ -868,8 +856,21 @@ fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>
             Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
             Some(_) => {}
         }
+        // Logged as the non-blocking pop it came to.
+        let side = arg(if max { "MAX" } else { "MIN" });
+        let pop = if max { "ZPOPMAX" } else { "ZPOPMIN" };
         let key = std::slice::from_ref(key);
-        return match count {
+        let logged = |reply: &Reply| match (count, reply) {
+            (Some(_), Reply::Array(parts)) => match parts.get(1) {
+                Some(Reply::Array(items)) => {
+                    Some(vec![arg("ZMPOP"), arg("1"), key[0].clone(), side.clone(), arg("COUNT"), arg(&items.len().max(1).to_string())])
+                }
+                _ => None,
+            },
+            (None, Reply::Array(parts)) if !parts.is_empty() => Some(vec![arg(pop), key[0].clone()]),
+            _ => None,
+        };
+        let reply = match count {
             Some(n) => pop_generic(ctx, key, max, true, n, true),
             None => Ok(match pop_generic(ctx, key, max, true, -1, false)? {
                 Reply::Array(mut parts) if parts.len() == 2 => match parts.pop() {
@@ -884,9 +885,18 @@ fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>
                 },
                 other => other,
             }),
-        };
+        }?;
+        if let Some(argv) = logged(&reply) {
+            ctx.log_as_one(argv);
+        }
+        return Ok(reply);
     }
-    ctx.client.block_request = Some(BlockRequest { keys: keys.to_vec(), deadline_ms, timeout_reply: Reply::NilArray });
+    ctx.then(super::Next::Block(BlockRequest {
+        kind: super::BlockKind::ZSet,
+        keys: keys.to_vec(),
+        deadline_ms,
+        timeout_reply: Reply::NilArray,
+    }));
     Ok(Reply::NoReply)
 }
 

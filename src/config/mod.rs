@@ -6,6 +6,7 @@
 //! redis.conf loads.
 
 mod params;
+pub use params::P;
 pub mod rewrite;
 
 use std::path::{Path, PathBuf};
@@ -103,17 +104,24 @@ impl Config {
         Self::index(name).map(|i| &params::PARAMS[i])
     }
 
-    /// The canonical text of a parameter (empty for unknown names).
-    pub fn get(&self, name: &str) -> &str {
+    /// The canonical text of a parameter.
+    pub fn get(&self, p: P) -> &str {
+        &self.values[p as usize]
+    }
+
+    /// A numeric parameter's value (0 for one that is not a number).
+    pub fn get_int(&self, p: P) -> i64 {
+        self.ints[p as usize]
+    }
+
+    pub fn get_bool(&self, p: P) -> bool {
+        self.get(p) == "yes"
+    }
+
+    /// The canonical text of a parameter named at run time (CONFIG GET, a config file's
+    /// directive), or of an alias; empty for unknown names.
+    pub fn get_named(&self, name: &str) -> &str {
         Self::index(name).map_or("", |i| &self.values[i])
-    }
-
-    pub fn get_int(&self, name: &str) -> i64 {
-        Self::index(name).map_or(0, |i| self.ints[i])
-    }
-
-    pub fn get_bool(&self, name: &str) -> bool {
-        self.get(name) == "yes"
     }
 
     /// `(name, value)` for every parameter and alias matching the glob `pattern`.
@@ -138,7 +146,7 @@ impl Config {
         }
         let canonical = match p.name {
             // Each class given replaces that class only.
-            "client-output-buffer-limit" => output_buffer_limits(self.get(p.name), value),
+            "client-output-buffer-limit" => output_buffer_limits(self.get_named(p.name), value),
             _ => normalize(p, value),
         }
         .map_err(SetError::Invalid)?;
@@ -231,7 +239,7 @@ impl Config {
             if name == "save" {
                 // Several `save` lines accumulate, as in Redis.
                 if save_seen && !value.is_empty() {
-                    value = format!("{} {}", self.get("save"), value);
+                    value = format!("{} {}", self.get(P::Save), value);
                 }
                 save_seen = true;
             }
@@ -562,10 +570,10 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let c = Config::from_args(&args).unwrap();
-        assert_eq!(c.get("port"), "7001");
-        assert_eq!(c.get("save"), "");
-        assert_eq!(c.get("appendfsync"), "always");
-        assert_eq!(c.get("bind"), "127.0.0.1 ::1");
+        assert_eq!(c.get(P::Port), "7001");
+        assert_eq!(c.get(P::Save), "");
+        assert_eq!(c.get(P::Appendfsync), "always");
+        assert_eq!(c.get(P::Bind), "127.0.0.1 ::1");
         assert!(Config::from_args(&["--nosuch".to_string(), "1".to_string()]).is_err());
     }
 
@@ -573,11 +581,11 @@ mod tests {
     fn set_validates_like_redis() {
         let mut c = Config::new();
         assert_eq!(c.set("maxmemory", "1gb", false), Ok(()));
-        assert_eq!(c.get("maxmemory"), "1073741824");
+        assert_eq!(c.get(P::Maxmemory), "1073741824");
         assert_eq!(c.set("appendonly", "maybe", false), Err(SetError::Invalid("argument must be 'yes' or 'no'".into())));
         assert_eq!(c.set("databases", "3", false), Err(SetError::Invalid("can't set immutable config".into())));
         assert_eq!(c.set("nosuch", "3", false), Err(SetError::Unknown));
         assert_eq!(c.set("lua-time-limit", "100", false), Ok(()));
-        assert_eq!(c.get("busy-reply-threshold"), "100");
+        assert_eq!(c.get(P::BusyReplyThreshold), "100");
     }
 }

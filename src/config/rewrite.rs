@@ -87,7 +87,7 @@ pub fn rewrite(old: &str, config: &Config, users: &[String]) -> String {
         if super::HIDDEN.contains(&p.name) && !in_file.contains(&p.name) {
             continue;
         }
-        let value = config.get(p.name);
+        let value = config.get_named(p.name);
         place(p.name, lines_for(p.name, p.kind, value), value != p.default, &mut lines);
     }
     place("user", users.to_vec(), !users.is_empty(), &mut lines);
@@ -135,7 +135,7 @@ mod tests {
         // Rewriting the result again changes nothing.
         let mut c2 = Config::new();
         c2.load_text(&text).unwrap();
-        c2.set("dir", c.get("dir"), false).unwrap();
+        c2.set("dir", c.get(crate::config::P::Dir), false).unwrap();
         assert_eq!(rewrite(&text, &c2, &["user default on nopass ~* &* +@all".into()]), text);
     }
 }

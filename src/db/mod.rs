@@ -677,7 +677,17 @@ impl Keyspace {
     pub fn total_mem(&self) -> usize {
         self.dbs.iter().map(|d| d.mem_usage()).sum()
     }
+
+    /// The memory reported as `used_memory`: the data estimate plus a fixed baseline for the
+    /// server's own structures.
+    pub fn used_memory(&self) -> usize {
+        self.total_mem() + USED_MEMORY_BASELINE
+    }
 }
+
+/// What `used_memory` counts besides the data (Redis reports about this much for an empty
+/// server).
+const USED_MEMORY_BASELINE: usize = 1024 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 
 use super::Executor;
-use crate::commands::{self, CommandSpec, Flag};
-use crate::db::Keyspace;
+use crate::commands::{self, CommandSpec, Effects, Flag};
+use crate::config::P;
 use crate::protocol::{encode_reply, ProtocolVersion, Reply};
 use crate::state::{Client, SlowLogEntry};
 
@@ -26,30 +26,41 @@ impl Executor {
         }
     }
 
-    /// After a command changed data: its keys may wake blocked clients and abort watchers'
-    /// transactions.
-    pub(super) fn signal_modified(&mut self, client: &mut Client, cmd: &CommandSpec, args: &[Bytes]) {
-        let tracking = self.server.tracking.clients > 0;
-        if !tracking && self.server.watchers.is_empty() && self.blocking.is_empty() {
-            // Nobody to tell: the common case costs nothing.
-            self.server.also_modified.clear();
-            return;
-        }
-        let db = client.db;
-        let mut extra = std::mem::take(&mut self.server.also_modified);
-        for pos in cmd.key_positions(args.len()) {
-            extra.push((db, args[pos].clone()));
-        }
-        if tracking {
-            let keys: Vec<Bytes> = extra.iter().map(|(_, k)| k.clone()).collect();
-            self.invalidate_keys(Some(client), true, &keys);
-        }
-        for (db, key) in extra {
-            if !self.server.watchers.is_empty() {
-                self.touch_watched(Some(client), db, &key);
+    /// What a command's handler signalled (`commands::Effects`): modified keys abort their
+    /// watchers' transactions, tell trackers and may wake blocked clients; FLUSHDB/FLUSHALL
+    /// drop every tracked key; SWAPDB makes the waited-on keys of both databases ready.
+    pub(super) fn apply_signals(&mut self, client: &mut Client, effects: &Effects) {
+        if self.server.tracking.clients > 0 {
+            if effects.flushed {
+                self.invalidate_all(client);
             }
-            if !self.blocking.is_empty() {
-                self.signal_key(db, key);
+            if !effects.modified.is_empty() {
+                // One message per key, as Redis's tracking table forgets a key once told.
+                let mut keys: Vec<Bytes> = Vec::with_capacity(effects.modified.len());
+                for (_, key) in &effects.modified {
+                    if !keys.contains(key) {
+                        keys.push(key.clone());
+                    }
+                }
+                self.invalidate_keys(Some(client), true, &keys);
+            }
+        }
+        for (db, key) in effects.modified.iter().chain(&effects.wiped) {
+            if !self.server.watchers.is_empty() {
+                self.touch_watched(Some(client), *db, key);
+            }
+        }
+        if !self.waiters.by_key.is_empty() {
+            for (db, key) in &effects.modified {
+                self.signal_key(*db, key.clone());
+            }
+            for db in &effects.rescan {
+                let waited: Vec<Bytes> = self.waiters.by_key.keys().filter(|(d, _)| d == db).map(|(_, k)| k.clone()).collect();
+                for key in waited {
+                    if self.ks.exists(*db, &key, self.now_ms) {
+                        self.signal_key(*db, key);
+                    }
+                }
             }
         }
     }
@@ -77,7 +88,7 @@ impl Executor {
     /// Publishes the keyspace events of the last command, and of keys that expired or were
     /// evicted meanwhile.
     pub(super) fn publish_events(&mut self, client: &mut Client) {
-        let flags = self.server.notify_flags;
+        let flags = self.server.settings.notify_flags;
         self.ks.track_misses = flags & crate::notify::KEY_MISS != 0;
         if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
             self.server.notifications.clear();
@@ -124,54 +135,19 @@ impl Executor {
             };
             if let Some(c) = client {
                 // A key expired before WATCH and now deleted did not change (Redis 7).
-                if let Some(pos) = c.watched_expired.iter().position(|(d, k)| *d == db && k == key) {
+                if let Some(pos) = c.txn.watched_expired.iter().position(|(d, k)| *d == db && k == key) {
                     if !exists {
-                        c.watched_expired.swap_remove(pos);
+                        c.txn.watched_expired.swap_remove(pos);
                         continue;
                     }
                 }
-                c.cas_dirty = true;
+                c.txn.cas_dirty = true;
             }
         }
-    }
-
-    /// FLUSHDB, FLUSHALL and SWAPDB change every key of a database: the watched keys that
-    /// exist there now are the ones they touch (as Redis's touchAllWatchedKeysInDb).
-    pub(super) fn watched_keys_wiped_by(&mut self, cmd: &CommandSpec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
-        if self.server.watchers.is_empty() {
-            return Vec::new();
-        }
-        let dbs: Vec<usize> = match cmd.name {
-            "flushdb" => vec![db],
-            "flushall" => (0..self.ks.dbs.len()).collect(),
-            // SWAPDB of a database with itself changes nothing (Redis returns early).
-            "swapdb" => {
-                let ids: Vec<usize> =
-                    args[1..].iter().filter_map(|a| crate::util::parse_i64(a)).filter(|&i| i >= 0).map(|i| i as usize).collect();
-                if ids.len() == 2 && ids[0] == ids[1] {
-                    return Vec::new();
-                }
-                ids
-            }
-            _ => return Vec::new(),
-        };
-        let watched: Vec<(usize, Bytes)> = self.server.watchers.keys().cloned().collect();
-        let now = self.now_ms;
-        let live = |ks: &Keyspace, d: usize, key: &Bytes| {
-            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at().is_none_or(|at| at > now))
-        };
-        watched
-            .into_iter()
-            .filter(|(wdb, key)| {
-                // SWAPDB changes a key that exists on either side of the swap.
-                let sides: &[usize] = if cmd.name == "swapdb" { &dbs } else { std::slice::from_ref(wdb) };
-                dbs.contains(wdb) && sides.iter().any(|&d| live(&self.ks, d, key))
-            })
-            .collect()
     }
 
     pub(super) fn slowlog_record(&mut self, client: &Client, args: &[Bytes], duration_us: u64) {
-        let threshold = self.server.slowlog_threshold_us;
+        let threshold = self.server.settings.slowlog_threshold_us;
         if threshold < 0 || (duration_us as i64) < threshold {
             return;
         }
@@ -198,7 +174,7 @@ impl Executor {
         };
         self.server.slowlog_next_id += 1;
         self.server.slowlog.push_front(entry);
-        let max = self.server.config.get_int("slowlog-max-len").max(0) as usize;
+        let max = self.server.config.get_int(P::SlowlogMaxLen).max(0) as usize;
         self.server.slowlog.truncate(max);
     }
 }
@@ -312,7 +288,7 @@ impl Executor {
         let proto = t.push_proto();
         let message = if proto == ProtocolVersion::Resp3 {
             Reply::Push(vec![Reply::bulk(b"invalidate"), keys_reply])
-        } else if redirect != 0 && !(t.channels.is_empty() && t.patterns.is_empty() && t.shard_channels.is_empty()) {
+        } else if redirect != 0 && !(t.subs.channels.is_empty() && t.subs.patterns.is_empty() && t.subs.shard_channels.is_empty()) {
             Reply::Array(vec![Reply::bulk(b"message"), Reply::bulk(b"__redis__:invalidate"), keys_reply])
         } else {
             // A RESP2 connection of its own cannot take pushes: nothing is sent.

@@ -5,8 +5,11 @@
 //! The executor parks the client with the rest of its pipeline. After every write command it
 //! marks the written keys that have waiters as ready; once the command is over, each ready
 //! key's waiters are served in the order they blocked by running their command again (so the
-//! serving logic is the command's own, and a key that changed type answers WRONGTYPE). A
+//! serving logic is the command's own). A ready key serves only the waiters of its type (a list
+//! key the list waiters, as Redis 7.0's `handleClientsBlockedOnKeys`): the others stay. A
 //! waiter whose command would block again stays where it is in the queue.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use bytes::Bytes;
 
@@ -14,6 +17,21 @@ use super::Executor;
 use crate::commands::BlockRequest;
 use crate::protocol::Reply;
 use crate::state::{Blocked, Client, ClientId};
+
+/// Clients waiting in blocking commands (Redis's `blocking_keys` and `ready_keys`).
+#[derive(Default)]
+pub(super) struct Waiters {
+    /// Parked clients per (db, key), in the order they blocked.
+    pub by_key: HashMap<(usize, Bytes), VecDeque<ClientId>>,
+    /// Keys written while someone waits on them, to serve after the current command.
+    pub ready: VecDeque<(usize, Bytes)>,
+    /// Deadlines of parked clients.
+    pub timeouts: BTreeSet<(i64, ClientId)>,
+    /// Clients whose pipelines wait to resume at the next `serve_ready`: those CLIENT
+    /// UNBLOCK answered (see `unblock_now`), and those that wrote a key clients wait on (the
+    /// waiters are served first, as Redis serves them after every command).
+    pub unblocked: Vec<ClientId>,
+}
 
 impl Executor {
     /// Parks `client` on the keys of `request`, keeping `cmds[index..]` for later.
@@ -26,17 +44,17 @@ impl Executor {
         protocol_error: Option<String>,
     ) {
         for key in &request.keys {
-            let queue = self.blocking.entry((client.db, key.clone())).or_default();
+            let queue = self.waiters.by_key.entry((client.db, key.clone())).or_default();
             if !queue.contains(&client.id) {
                 queue.push_back(client.id);
             }
         }
         if let Some(deadline) = request.deadline_ms {
-            self.timeouts.insert((deadline, client.id));
+            self.waiters.timeouts.insert((deadline, client.id));
         }
         if client.wait_target.is_some() {
-            self.waiting_acks.push(client.id);
-            self.want_acks = true;
+            self.feed.waiting_acks.push(client.id);
+            self.feed.want_acks = true;
         }
         // What the batch answered before this command goes out now, as Redis would.
         self.send_early(client);
@@ -45,6 +63,7 @@ impl Executor {
             index,
             db: client.db,
             keys: request.keys,
+            kind: request.kind,
             deadline_ms: request.deadline_ms,
             timeout_reply: request.timeout_reply,
             protocol_error,
@@ -55,23 +74,23 @@ impl Executor {
     pub(super) fn unpark(&mut self, id: ClientId, blocked: &Blocked) {
         for key in &blocked.keys {
             let slot = (blocked.db, key.clone());
-            if let Some(queue) = self.blocking.get_mut(&slot) {
+            if let Some(queue) = self.waiters.by_key.get_mut(&slot) {
                 queue.retain(|c| *c != id);
                 if queue.is_empty() {
-                    self.blocking.remove(&slot);
+                    self.waiters.by_key.remove(&slot);
                 }
             }
         }
         if let Some(deadline) = blocked.deadline_ms {
-            self.timeouts.remove(&(deadline, id));
+            self.waiters.timeouts.remove(&(deadline, id));
         }
     }
 
     /// After a write: if someone waits on this key, serve them once the command is over.
     pub(super) fn signal_key(&mut self, db: usize, key: Bytes) {
         let slot = (db, key);
-        if self.blocking.contains_key(&slot) && !self.ready.contains(&slot) {
-            self.ready.push_back(slot);
+        if self.waiters.by_key.contains_key(&slot) && !self.waiters.ready.contains(&slot) {
+            self.waiters.ready.push_back(slot);
         }
     }
 
@@ -80,7 +99,7 @@ impl Executor {
     pub(super) fn serve_ready(&mut self) {
         loop {
             self.serve_keys();
-            if self.unblocked.is_empty() {
+            if self.waiters.unblocked.is_empty() {
                 return;
             }
             // Their pipelines may write keys others wait on: served in the next round.
@@ -89,22 +108,32 @@ impl Executor {
     }
 
     fn serve_keys(&mut self) {
-        while let Some(slot) = self.ready.pop_front() {
-            while let Some(&id) = self.blocking.get(&slot).and_then(|q| q.front()) {
+        while let Some(slot) = self.waiters.ready.pop_front() {
+            loop {
+                // Served only from a key of the type it waits for (checked now, at serve
+                // time: the key may have changed again since it was signalled). The first
+                // waiter in blocking order of that type is served.
                 if !self.ks.exists(slot.0, &slot.1, self.now_ms) {
                     break;
                 }
+                let Some(value) = self.ks.db(slot.0).peek(&slot.1).map(|e| &e.value) else {
+                    break;
+                };
+                let clients = &self.server.clients;
+                let waiting = |id: &ClientId| {
+                    let kind = clients.get(id).and_then(|c| c.blocked.as_ref()).map(|b| b.kind);
+                    kind.is_none_or(|k| k.served_by(value))
+                };
+                let Some(&id) = self.waiters.by_key.get(&slot).and_then(|q| q.iter().find(|id| waiting(id))) else {
+                    break;
+                };
                 let Some(mut client) = self.server.clients.remove(&id) else {
-                    if let Some(q) = self.blocking.get_mut(&slot) {
-                        q.pop_front();
-                    }
+                    self.drop_waiter(&slot, id);
                     continue;
                 };
                 let Some(blocked) = client.blocked.take() else {
                     self.server.clients.insert(id, client);
-                    if let Some(q) = self.blocking.get_mut(&slot) {
-                        q.pop_front();
-                    }
+                    self.drop_waiter(&slot, id);
                     continue;
                 };
                 client.db = blocked.db;
@@ -123,6 +152,16 @@ impl Executor {
         }
     }
 
+    /// Takes a client that is no longer parked out of a key's queue.
+    fn drop_waiter(&mut self, slot: &(usize, Bytes), id: ClientId) {
+        if let Some(q) = self.waiters.by_key.get_mut(slot) {
+            q.retain(|c| *c != id);
+            if q.is_empty() {
+                self.waiters.by_key.remove(slot);
+            }
+        }
+    }
+
     /// Runs the rest of a woken client's pipeline and queues its replies (unless it blocked
     /// again).
     pub(super) fn resume_after_block(&mut self, client: &mut Client, blocked: Blocked) {
@@ -133,11 +172,11 @@ impl Executor {
     /// Answers every parked client whose deadline has passed.
     pub(super) fn expire_blocked(&mut self) {
         self.now_ms = crate::clock::now_ms();
-        while let Some(&(deadline, id)) = self.timeouts.first() {
+        while let Some(&(deadline, id)) = self.waiters.timeouts.first() {
             if deadline > self.now_ms {
                 break;
             }
-            self.timeouts.pop_first();
+            self.waiters.timeouts.pop_first();
             self.answer_parked(id);
         }
         self.serve_ready();
@@ -168,7 +207,7 @@ impl Executor {
                 blocked.keys.clear();
                 blocked.deadline_ms = None;
                 client.blocked = Some(blocked);
-                self.unblocked.push(id);
+                self.waiters.unblocked.push(id);
             }
             self.server.clients.insert(id, client);
         }
@@ -176,7 +215,7 @@ impl Executor {
 
     /// Runs the pipelines of the clients CLIENT UNBLOCK answered.
     fn resume_unblocked(&mut self) {
-        for id in std::mem::take(&mut self.unblocked) {
+        for id in std::mem::take(&mut self.waiters.unblocked) {
             let Some(mut client) = self.server.clients.remove(&id) else { continue };
             if let Some(blocked) = client.blocked.take() {
                 client.db = blocked.db;
@@ -189,7 +228,7 @@ impl Executor {
     /// WAIT's answer for a client leaving it: how many replicas acknowledged by now.
     fn take_wait(&mut self, client: &mut Client) -> Option<Reply> {
         let (offset, _) = client.wait_target.take()?;
-        self.waiting_acks.retain(|w| *w != client.id);
+        self.feed.waiting_acks.retain(|w| *w != client.id);
         Some(Reply::Int(self.server.acked_replicas(offset) as i64))
     }
 

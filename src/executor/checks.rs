@@ -6,6 +6,8 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::commands::{self, CommandSpec, Ctx, Flag};
+use crate::config::P;
+use crate::db::Keyspace;
 use crate::protocol::Reply;
 use crate::state::Client;
 
@@ -32,7 +34,7 @@ impl Executor {
     /// Whether `test` holds for the command, or, for EXEC, for one of the commands it would
     /// run: Redis adds the queued commands' flags to EXEC's (all or nothing).
     pub(super) fn any_to_run(client: &Client, cmd: &CommandSpec, args: &[Bytes], test: impl Fn(&CommandSpec, &[Bytes]) -> bool) -> bool {
-        match (cmd.name, client.multi.as_ref()) {
+        match (cmd.name, client.txn.multi.as_ref()) {
             ("exec", Some(queue)) => queue.iter().any(|(c, a)| test(c, a)),
             _ => test(cmd, args),
         }
@@ -47,17 +49,17 @@ impl Executor {
     /// Under `maxmemory`, evicts per `maxmemory-policy` before a command runs (as Redis does
     /// in processCommand); false when memory is still over the limit afterwards.
     pub(super) fn within_maxmemory(&mut self) -> bool {
-        let maxmemory = self.server.maxmemory;
-        if maxmemory == 0 || Self::used_memory(&self.ks) <= maxmemory {
+        let maxmemory = self.server.settings.maxmemory;
+        if maxmemory == 0 || self.ks.used_memory() <= maxmemory {
             return true;
         }
         // A replica's data is its primary's (`replica-ignore-maxmemory yes`, the default).
-        if self.server.repl.master.is_some() && self.server.config.get("replica-ignore-maxmemory") == "yes" {
+        if self.server.repl.master.is_some() && self.server.config.get(P::ReplicaIgnoreMaxmemory) == "yes" {
             return true;
         }
-        let policy = crate::db::evict::Policy::parse(self.server.config.get("maxmemory-policy"));
-        let samples = self.server.config.get_int("maxmemory-samples").clamp(1, 64) as usize;
-        self.ks.evict(policy, samples, maxmemory, self.now_ms, &Self::used_memory)
+        let policy = crate::db::evict::Policy::parse(self.server.config.get(P::MaxmemoryPolicy));
+        let samples = self.server.config.get_int(P::MaxmemorySamples).clamp(1, 64) as usize;
+        self.ks.evict(policy, samples, maxmemory, self.now_ms, &Keyspace::used_memory)
     }
 
     /// `cmd` refused before running. A refused EXEC discards the transaction and says why
@@ -68,7 +70,7 @@ impl Executor {
         if cmd.name != "exec" {
             return Self::reject(client, reply);
         }
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
         commands::transactions::discard_transaction(&mut ctx);
         let Reply::Error(text) = reply else { return reply };
         let why = text.strip_prefix("ERR ").unwrap_or(&text);
@@ -77,8 +79,8 @@ impl Executor {
 
     /// A command refused before running: inside MULTI it also dooms the transaction.
     pub(super) fn reject(client: &mut Client, reply: Reply) -> Reply {
-        if client.multi.is_some() {
-            client.multi_dirty = true;
+        if client.txn.multi.is_some() {
+            client.txn.multi_dirty = true;
         }
         reply
     }
@@ -123,7 +125,7 @@ impl Executor {
                     "NOPERM this user has no permissions to access one of the channels used as arguments".into()
                 }
             };
-            (if client.multi.is_some() { "multi" } else { "toplevel" }, text)
+            (if client.txn.multi.is_some() { "multi" } else { "toplevel" }, text)
         };
         let (reason, object) = match denied {
             crate::acl::Denied::Command => ("command", cmd.name.to_string()),
@@ -131,7 +133,7 @@ impl Executor {
             crate::acl::Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
         };
         let username = client.user.clone();
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
         commands::connection::log_denial(&mut ctx, reason, context, object, username);
         Err(Reply::Error(text.into()))
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Executor;
 use crate::commands;
+use crate::config::P;
 use crate::log;
 use crate::state::{ClientId, ClientOutput};
 
@@ -19,7 +20,7 @@ impl Executor {
     pub(super) fn cron(&mut self, hz: u64) {
         self.anchor = crate::clock::Anchor::now();
         self.replication_cron();
-        let used = Self::used_memory(&self.ks) as u64;
+        let used = self.ks.used_memory() as u64;
         self.server.memory_peak = self.server.memory_peak.max(used);
         let now_ms = crate::clock::now_ms();
         if now_ms - self.memory_released_ms >= MEMORY_RELEASE_MS {
@@ -27,7 +28,7 @@ impl Executor {
             crate::util::release_memory(std::mem::take(&mut self.purge_memory));
         }
         // `timeout`: idle normal clients are closed (not blocked, subscribed or MONITOR ones).
-        let idle_limit = self.server.config.get_int("timeout");
+        let idle_limit = self.server.config.get_int(P::Timeout);
         if idle_limit > 0 {
             let limit = Duration::from_secs(idle_limit as u64);
             let idle: Vec<ClientId> = self
@@ -35,7 +36,11 @@ impl Executor {
                 .clients
                 .values()
                 .filter(|c| {
-                    c.blocked.is_none() && !c.monitor && c.channels.is_empty() && c.patterns.is_empty() && c.shard_channels.is_empty()
+                    c.blocked.is_none()
+                        && !c.monitor
+                        && c.subs.channels.is_empty()
+                        && c.subs.patterns.is_empty()
+                        && c.subs.shard_channels.is_empty()
                 })
                 .filter(|c| crate::clock::now_ms() - c.last_interaction_ms > limit.as_millis() as i64)
                 .map(|c| c.id)
@@ -63,7 +68,7 @@ impl Executor {
             self.invalidate_keys(None, false, &keys);
             self.release_replies();
         }
-        let flags = self.server.notify_flags;
+        let flags = self.server.settings.notify_flags;
         if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0 {
             let events = expired
                 .iter()
@@ -90,7 +95,7 @@ impl Executor {
             // DELs of actively expired keys; a write that failed is retried; growth may
             // call for a rewrite.
             self.commit_pending();
-            if !self.held.is_empty() || self.aof.as_ref().is_some_and(|a| !a.buf.is_empty() || a.write_error.is_some()) {
+            if !self.log.held.is_empty() || self.log.aof.as_ref().is_some_and(|a| !a.buf.is_empty() || a.write_error.is_some()) {
                 self.release_replies();
             }
             self.maybe_auto_rewrite();
@@ -99,11 +104,11 @@ impl Executor {
 
     pub(super) fn shutdown(&mut self) {
         log::warning("User requested shutdown...");
-        if self.aof.is_some() {
+        if self.log.aof.is_some() {
             log::notice("Calling fsync() on the AOF file.");
             self.close_aof();
             // Everything is on disk now: replies that waited for it go before the close.
-            self.touched.append(&mut self.held);
+            self.touched.append(&mut self.log.held);
         }
         // Pushes kept back go too: their publishers were told they were delivered.
         self.release_replies();

@@ -5,8 +5,9 @@ use bytes::Bytes;
 
 use std::time::Instant;
 
-use super::{Executor, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER};
+use super::Executor;
 use crate::commands::{self, Flag, Resolved};
+use crate::conn::{OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER};
 use crate::state::Client;
 
 impl Executor {

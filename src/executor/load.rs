@@ -10,10 +10,57 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::aof::{self, format, snapshot, AofDir};
+use crate::config::P;
 use crate::log;
 use crate::state::Client;
 
+/// How commands are being applied: what is checked, logged and expired depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Applying {
+    /// Clients' commands: checked, logged, expiring and evicting.
+    #[default]
+    Clients,
+    /// Replaying the log from disk (a restart, DEBUG RELOAD, a full sync's snapshot): no
+    /// logging, the clock at zero, script records at their frozen time.
+    Load,
+    /// A replica applying its primary's live stream: as a load, but the PUBLISH records in
+    /// it reach this server's subscribers.
+    LiveStream,
+}
+
+/// The loader's state.
+pub(super) struct Loader {
+    pub applying: Applying,
+    /// The frozen time of the script record being replayed.
+    pub replay_time_ms: Option<i64>,
+    /// The scripts the log (or the primary's stream) holds in its current epoch, by SHA1:
+    /// an EVALSHA record runs the body kept here, whatever the script cache holds.
+    pub stream_scripts: std::collections::HashMap<String, Bytes>,
+    /// The database the loader was in at the end of the last load.
+    pub loaded_db: usize,
+    /// Bytes loaded so far and when progress was last logged.
+    pub progress: (u64, Instant),
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        Loader {
+            applying: Applying::Clients,
+            replay_time_ms: None,
+            stream_scripts: Default::default(),
+            loaded_db: 0,
+            progress: (0, Instant::now()),
+        }
+    }
+}
+
 impl Executor {
+    /// Whether records are being replayed (from disk or a primary's stream) rather than
+    /// clients' commands run.
+    pub(super) fn loading(&self) -> bool {
+        self.load.applying != Applying::Clients
+    }
+
     /// How values built from a snapshot are encoded (the config's listpack and intset sizes).
     fn build_limits(&self) -> snapshot::BuildLimits {
         crate::commands::build_limits(&self.server.config)
@@ -22,10 +69,10 @@ impl Executor {
     /// Loads the base and the incremental logs the manifest names; returns the last
     /// incremental file (created if the manifest names none) and its log origin.
     pub(super) fn load_dir(&mut self, dir: &mut AofDir) -> Result<(std::path::PathBuf, u64), String> {
-        self.loading = true;
+        self.load.applying = Applying::Load;
         self.server.limits.loading.store(true, Ordering::Release);
         let result = self.load_files(dir);
-        self.loading = false;
+        self.load.applying = Applying::Clients;
         self.server.limits.loading.store(false, Ordering::Release);
         self.now_ms = crate::clock::now_ms();
         result
@@ -37,8 +84,8 @@ impl Executor {
         shared.loading_start_secs.store(crate::clock::now_ms() / 1000, Ordering::Relaxed);
         shared.loading_total_bytes.store(dir.total_size(), Ordering::Relaxed);
         shared.loading_loaded_bytes.store(0, Ordering::Relaxed);
-        self.loading_progress = (0, Instant::now());
-        self.stream_scripts.clear();
+        self.load.progress = (0, Instant::now());
+        self.load.stream_scripts.clear();
         // One loader for every file: the database it is in flows from one file to the next
         // (a replica's file may start without a SELECT; the snapshot says where it is).
         let mut loader = self.loader_client();
@@ -59,8 +106,8 @@ impl Executor {
                     loaded.scripting.scripts.len(),
                     loaded.scripting.libraries.len()
                 ));
-                self.loading_progress.0 += data.len() as u64;
-                shared.loading_loaded_bytes.store(self.loading_progress.0, Ordering::Relaxed);
+                self.load.progress.0 += data.len() as u64;
+                shared.loading_loaded_bytes.store(self.load.progress.0, Ordering::Relaxed);
                 origin = loaded.log_offset;
                 loader.db = (loaded.stream_db as usize).min(self.ks.dbs.len() - 1);
             } else {
@@ -77,7 +124,7 @@ impl Executor {
                 origin += size;
             }
         }
-        self.loaded_db = loader.db;
+        self.load.loaded_db = loader.db;
         match dir.manifest.incrs.last() {
             Some(last) => Ok((dir.file(&last.name), origin)),
             None => {
@@ -114,7 +161,7 @@ impl Executor {
             Some(format::Problem::Truncated { .. }) if !last => {
                 return Err(format!("Fatal error: the truncated file {name} is not the last file"));
             }
-            Some(format::Problem::Truncated { .. }) if self.server.config.get("aof-load-truncated") != "yes" => {
+            Some(format::Problem::Truncated { .. }) if self.server.config.get(P::AofLoadTruncated) != "yes" => {
                 return Err(format!(
                     "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF directory, then use vermilion-check-aof --fix <filename>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
                 ));
@@ -122,9 +169,9 @@ impl Executor {
             Some(format::Problem::Truncated { .. }) => {}
         }
         let mut failure = None;
-        let (file_start, mut count) = (self.loading_progress.0, 0u64);
+        let (file_start, mut count) = (self.load.progress.0, 0u64);
         // Redis's test knob: microseconds to wait per record (tests watch a load this way).
-        let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
+        let delay = self.server.config.get_int(P::KeyLoadDelay).max(0) as u64;
         let mut pump = super::inbox::LoadPump::new(self.inbox.clone());
         format::replay_checked(&data[..verdict.valid_len], |rec| {
             if delay > 0 {
@@ -175,10 +222,10 @@ impl Executor {
     /// Publishes loading progress (INFO) and logs it about once a second.
     fn report_loading(&mut self, loaded: u64) {
         let limits = &self.server.limits;
-        self.loading_progress.0 = loaded;
+        self.load.progress.0 = loaded;
         limits.loading_loaded_bytes.store(loaded, Ordering::Relaxed);
-        if self.loading_progress.1.elapsed() >= std::time::Duration::from_secs(1) {
-            self.loading_progress.1 = Instant::now();
+        if self.load.progress.1.elapsed() >= std::time::Duration::from_secs(1) {
+            self.load.progress.1 = Instant::now();
             let total = limits.loading_total_bytes.load(Ordering::Relaxed).max(1);
             log::notice(&format!("Loading the append only file: {:.1}% ({loaded} of {total} bytes)", loaded as f64 * 100.0 / total as f64));
         }
@@ -189,7 +236,7 @@ impl Executor {
     /// log's epoch (`stream_scripts`).
     pub(super) fn decode_snapshot(&mut self, data: &[u8]) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
         let limits = self.build_limits();
-        let delay = self.server.config.get_int("key-load-delay").max(0) as u64;
+        let delay = self.server.config.get_int(P::KeyLoadDelay).max(0) as u64;
         let databases = self.ks.dbs.len();
         let ks = &mut self.ks;
         let mut pump = super::inbox::LoadPump::new(self.inbox.clone());
@@ -203,7 +250,7 @@ impl Executor {
         if let Some(engine) = self.server.scripts.as_mut() {
             for body in &loaded.scripting.scripts {
                 if let Ok(s) = engine.load(body) {
-                    self.stream_scripts.insert(s.sha.to_string(), body.clone());
+                    self.load.stream_scripts.insert(s.sha.to_string(), body.clone());
                 }
             }
             // The snapshot's libraries are the whole set at its offset.
@@ -238,12 +285,12 @@ impl Executor {
         }
         // A message is for the subscribers of the moment: a replica's live stream delivers
         // it, a load from disk (a restart, DEBUG RELOAD) does not again.
-        if !self.live_stream && (name.eq_ignore_ascii_case(b"publish") || name.eq_ignore_ascii_case(b"spublish")) {
+        if self.load.applying != Applying::LiveStream && (name.eq_ignore_ascii_case(b"publish") || name.eq_ignore_ascii_case(b"spublish")) {
             return None;
         }
         let mut argv: Vec<Bytes> = rec.argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         self.now_ms = 0;
-        self.replay_time_ms = rec.time_ms;
+        self.load.replay_time_ms = rec.time_ms;
         if let crate::commands::Resolved::Unknown = crate::commands::resolve(&argv) {
             return Some(format!("Unknown command '{}'", String::from_utf8_lossy(&argv[0])));
         }
@@ -253,7 +300,7 @@ impl Executor {
         let evalsha = name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro");
         if evalsha && argv.len() > 1 && !self.server.scripts.as_ref().is_some_and(|e| e.exists(&argv[1])) {
             let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-            if let Some(body) = self.stream_scripts.get(&sha) {
+            if let Some(body) = self.load.stream_scripts.get(&sha) {
                 argv[0] = Bytes::from_static(if name.len() == 7 { b"EVAL" } else { b"EVAL_RO" });
                 argv[1] = body.clone();
             }
@@ -274,9 +321,9 @@ impl Executor {
         let is_eval = name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro");
         if is_eval || (name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"load")) {
             let body = rec.argv.get(if is_eval { 1 } else { 2 }).copied().unwrap_or_default();
-            self.stream_scripts.insert(crate::scripting::sha1_hex(body), Bytes::copy_from_slice(body));
+            self.load.stream_scripts.insert(crate::scripting::sha1_hex(body), Bytes::copy_from_slice(body));
         } else if name.eq_ignore_ascii_case(b"script") && sub.eq_ignore_ascii_case(b"flush") {
-            self.stream_scripts.clear();
+            self.load.stream_scripts.clear();
         }
         self.release_replies();
         None

@@ -19,6 +19,7 @@ mod cron;
 mod flow;
 mod inbox;
 mod load;
+mod log_life;
 mod persist;
 mod replicate;
 mod replies;
@@ -26,116 +27,30 @@ mod script;
 mod transaction;
 
 use crate::clock::Stamp;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::mpsc::UnboundedSender;
 
-use crate::commands::{self, CommandSpec, Ctx, Flag, Resolved};
+use crate::commands::{self, CommandSpec, Ctx, Effects, Flag, Next, Resolved, Trait};
 use crate::config::Config;
+use crate::config::P;
+use crate::conn::OUTPUT_CHECK;
+pub use crate::conn::{busy_answers, ExecutorHandle, Request, RequestRx, RequestTx};
 use crate::db::Keyspace;
 use crate::log;
 use crate::protocol::{encode_reply, Reply};
-use crate::state::{Client, ClientId, ClientOutput, ConnFlags, ServerState, SharedLimits};
-pub use inbox::busy_answers;
-
-/// A message from a connection task (or a signal handler) to the executor.
-pub enum Request {
-    Connect {
-        id: ClientId,
-        addr: String,
-        laddr: String,
-        tx: UnboundedSender<ClientOutput>,
-        flags: Arc<ConnFlags>,
-        /// A duplicate of the socket for direct reply writes (`None`: always through `tx`).
-        sock: Option<std::net::TcpStream>,
-    },
-    /// Every complete command read in one go, plus the protocol error that ended the read, if
-    /// any (answered after the commands, then the connection closes, as Redis does).
-    Commands {
-        id: ClientId,
-        cmds: Vec<Vec<Bytes>>,
-        protocol_error: Option<String>,
-    },
-    Disconnect {
-        id: ClientId,
-    },
-    /// A throttled client's queued replies drained below the low water mark.
-    Drained {
-        id: ClientId,
-    },
-    /// SIGTERM/SIGINT.
-    Signal {
-        name: &'static str,
-    },
-    /// The log's fsync thread synced more records (`appendfsync always`): replies that
-    /// waited for them can go.
-    LogSynced,
-    /// From a replica's link (`link`: its generation): a full sync's snapshot is in `path`.
-    ReplSnapshot {
-        link: u64,
-        replid: String,
-        offset: u64,
-        path: std::path::PathBuf,
-    },
-    /// The primary accepted a partial resync under `replid`.
-    ReplContinue {
-        link: u64,
-        replid: String,
-    },
-    /// Whole, checksum-verified segments of the primary's stream, starting at stream
-    /// offset `offset`.
-    ReplStream {
-        link: u64,
-        offset: u64,
-        data: Bytes,
-    },
-    /// The connection to the primary ended; the executor answers where the next one resumes
-    /// (None: a full sync).
-    ReplLinkDown {
-        link: u64,
-        resume: tokio::sync::oneshot::Sender<Option<(String, u64)>>,
-    },
-    /// The primary wants an acknowledgement of what it sent so far.
-    ReplAckWanted {
-        link: u64,
-    },
-}
-
-/// The executor's request channel (tokio's: the executor waits on it while it drives the
-/// network runtime, see `inbox.rs`).
-pub type RequestTx = tokio::sync::mpsc::UnboundedSender<Request>;
-pub type RequestRx = tokio::sync::mpsc::UnboundedReceiver<Request>;
-
-/// The handle the network side keeps.
-#[derive(Clone)]
-pub struct ExecutorHandle {
-    pub tx: RequestTx,
-    pub limits: Arc<SharedLimits>,
-    /// The running script's state: connection tasks answer BUSY and SCRIPT KILL from it.
-    pub script_watch: Arc<crate::scripting::ScriptWatch>,
-}
-
-/// Unsent reply bytes past which a client's pipeline waits for its output to drain, and
-/// below which it goes on; and the batch output size from which the check is made.
-pub const OUTPUT_HIGH_WATER: u64 = 32 * 1024 * 1024;
-pub const OUTPUT_LOW_WATER: u64 = 8 * 1024 * 1024;
-const OUTPUT_CHECK: usize = 1024 * 1024;
+use crate::state::{Client, ClientId, ClientOutput, ConnFlags, ServerState};
 
 /// All the state; lives on the executor thread.
 pub struct Executor {
     pub ks: Keyspace,
     pub server: ServerState,
     touched: Vec<ClientId>,
-    /// Clients parked in blocking commands, per (db, key), in the order they blocked.
-    blocking: HashMap<(usize, Bytes), VecDeque<ClientId>>,
-    /// Keys written while someone waits on them, to serve after the current command.
-    ready: VecDeque<(usize, Bytes)>,
-    /// Deadlines of parked clients.
-    timeouts: BTreeSet<(i64, ClientId)>,
+    /// Clients parked in blocking commands (see blocking.rs).
+    waiters: blocking::Waiters,
     /// How much of `Keyspace::expired` has been signalled to watchers.
     expired_seen: usize,
     /// How much of `Keyspace::expired` has been published as `expired` events.
@@ -154,55 +69,20 @@ pub struct Executor {
     /// Collect a script's write effects even with no log to write them to (tests read them
     /// from `last_script_outcome`).
     pub keep_script_effects: bool,
-    /// The durable log (`appendonly yes`).
-    pub aof: Option<crate::aof::Aof>,
-    /// Log records of the running top-level command (see persist.rs).
-    pending: Vec<persist::Pending>,
+    /// The durable log and the records on their way to it (see persist.rs).
+    log: persist::LogPipeline,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
     exec_depth: usize,
-    /// Replaying the log: nothing is logged, nothing expires, no eviction.
-    loading: bool,
-    /// The frozen time of the script record being replayed.
-    replay_time_ms: Option<i64>,
-    /// The scripts the log (or the primary's stream) holds in its current epoch, by SHA1:
-    /// an EVALSHA record runs the body kept here, whatever the script cache holds.
-    stream_scripts: HashMap<String, Bytes>,
-    /// The database the loader was in at the end of the last load.
-    loaded_db: usize,
-    /// A replica: the client the primary's stream runs as, and its database.
-    master_client: Option<Client>,
-    master_db: usize,
-    /// A replica is applying its primary's live stream (not a load from disk): the
-    /// PUBLISH records in it reach this server's subscribers.
-    live_stream: bool,
-    /// Clients whose pipelines wait to resume at the next `serve_ready`: those CLIENT
-    /// UNBLOCK answered (see `unblock_now`), and those that wrote a key clients wait on (the
-    /// waiters are served first, as Redis serves them after every command).
-    unblocked: Vec<ClientId>,
-    /// Clients parked in WAIT.
-    waiting_acks: Vec<ClientId>,
-    /// When the replication cron last ran (ms).
-    repl_cron_ms: i64,
-    /// A replica: the primary asked for an acknowledgement (sent after the next flush).
-    ack_wanted: bool,
-    /// A primary: a client parked in WAIT; replicas are asked to acknowledge after the next
-    /// flush.
-    want_acks: bool,
-    /// Stream bytes wait in replicas' outputs until then (see `feed_replicas`).
-    repl_flush_due: Option<Instant>,
-    /// Clients whose replies wait for a failed log write to succeed.
-    held: Vec<ClientId>,
+    /// How commands are applied now, and the loader's state (see load.rs).
+    load: load::Loader,
+    /// A replica's side of its link to the primary (see replicate/replica.rs).
+    replica: replicate::ReplicaSide,
+    /// A primary's side of its replicas (see replicate/primary.rs).
+    feed: replicate::PrimaryFeed,
     /// Subscribers whose pushes wait for the batches that follow (see `release_batch`),
     /// and since when.
     later: Vec<ClientId>,
     later_since: Option<Instant>,
-    /// A log operation asked for during the running top-level command, and whether its
-    /// result is that command's reply (see `execute`).
-    deferred_persist: Option<(crate::state::PersistRequest, bool)>,
-    /// The executor's own request channel, for the log's fsync thread to wake it.
-    wake_tx: Option<RequestTx>,
-    /// Bytes loaded so far and when progress was last logged.
-    loading_progress: (u64, Instant),
     /// Wall-clock ms, read once per client batch: the commands of one pipeline run within
     /// microseconds of each other, and the clock read is not free on every machine.
     now_ms: i64,
@@ -221,10 +101,6 @@ pub struct Executor {
 /// Output held by a disconnected client past which its memory is handed back at once.
 const PURGE_AFTER_BYTES: u64 = 1024 * 1024;
 
-/// What `used_memory` counts besides the data (Redis reports about this much for an empty
-/// server).
-const USED_MEMORY_BASELINE: usize = 1024 * 1024;
-
 /// How long one slice of a log rewrite may hold the executor.
 const REWRITE_SLICE_US: u64 = 500;
 
@@ -236,19 +112,17 @@ const EXECUTOR_STACK: usize = 64 << 20;
 
 impl Executor {
     pub fn new(config: Config) -> Self {
-        let databases = config.get_int("databases").max(1) as usize;
+        let databases = config.get_int(P::Databases).max(1) as usize;
         let mut ks = Keyspace::new(databases);
-        ks.lfu.log_factor = config.get_int("lfu-log-factor").max(0) as u64;
-        ks.lfu.decay_time = config.get_int("lfu-decay-time").max(0) as u64;
+        ks.lfu.log_factor = config.get_int(P::LfuLogFactor).max(0) as u64;
+        ks.lfu.decay_time = config.get_int(P::LfuDecayTime).max(0) as u64;
         // The counter's rate is measured here (2 ms), not on the first command timed.
         Stamp::calibrate();
         Executor {
             ks,
             server: ServerState::new(config),
             touched: Vec::new(),
-            blocking: HashMap::new(),
-            ready: VecDeque::new(),
-            timeouts: BTreeSet::new(),
+            waiters: blocking::Waiters::default(),
             expired_seen: 0,
             postponed: VecDeque::new(),
             throttled: Vec::new(),
@@ -257,28 +131,13 @@ impl Executor {
             keep_script_effects: false,
             inbox: None,
             busy_pump: None,
-            aof: None,
-            pending: Vec::new(),
+            log: persist::LogPipeline::default(),
             exec_depth: 0,
-            loading: false,
-            replay_time_ms: None,
-            stream_scripts: HashMap::new(),
-            loaded_db: 0,
-            master_client: None,
-            master_db: 0,
-            live_stream: false,
-            unblocked: Vec::new(),
-            waiting_acks: Vec::new(),
-            repl_cron_ms: 0,
-            ack_wanted: false,
-            want_acks: false,
-            repl_flush_due: None,
-            held: Vec::new(),
+            load: load::Loader::default(),
+            replica: replicate::ReplicaSide::default(),
+            feed: replicate::PrimaryFeed::default(),
             later: Vec::new(),
             later_since: None,
-            loading_progress: (0, Instant::now()),
-            deferred_persist: None,
-            wake_tx: None,
             now_ms: crate::clock::now_ms(),
             clock_mark: None,
             anchor: crate::clock::Anchor::now(),
@@ -304,7 +163,7 @@ impl Executor {
         // level, past the default 2 MB. Only the pages used are committed.
         let join = std::thread::Builder::new().name("executor".into()).stack_size(EXECUTOR_STACK).spawn(move || {
             let mut exec = Executor::new(config);
-            exec.wake_tx = Some(wake_tx);
+            exec.log.wake_tx = Some(wake_tx);
             let _ = ready_tx.send((exec.server.limits.clone(), exec.server.script_watch.clone()));
             match inbox::Waiter::new(network) {
                 Ok(waiter) => exec.run(rx, waiter),
@@ -329,16 +188,16 @@ impl Executor {
         self.start_replication_from_config();
         let mut next_cron = Instant::now();
         loop {
-            let hz = self.server.hz;
+            let hz = self.server.settings.hz;
             let mut wait = next_cron.saturating_duration_since(Instant::now());
             if let Some((until, _)) = self.server.pause {
                 wait = wait.min(until.saturating_duration_since(Instant::now()));
             }
-            if let Some(&(deadline, _)) = self.timeouts.first() {
+            if let Some(&(deadline, _)) = self.waiters.timeouts.first() {
                 let until = (deadline - crate::clock::now_ms()).max(0) as u64;
                 wait = wait.min(Duration::from_millis(until));
             }
-            if let Some(due) = self.repl_flush_due {
+            if let Some(due) = self.feed.flush_due {
                 wait = wait.min(due.saturating_duration_since(Instant::now()));
             }
             if self.rewriting() {
@@ -363,10 +222,10 @@ impl Executor {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            if self.repl_flush_due.is_some_and(|due| Instant::now() >= due) {
+            if self.feed.flush_due.is_some_and(|due| Instant::now() >= due) {
                 self.flush_replica_output();
             }
-            if !self.timeouts.is_empty() {
+            if !self.waiters.timeouts.is_empty() {
                 self.expire_blocked();
                 self.release_replies();
             }
@@ -467,7 +326,7 @@ impl Executor {
                 let _ = resume.send(self.link_down(link));
             }
             Request::ReplAckWanted { link } => {
-                self.ack_wanted = self.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
+                self.replica.ack_wanted = self.replica.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
             }
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
@@ -509,17 +368,17 @@ impl Executor {
             }
             self.emit(client, &reply);
             // CLIENT REPLY SKIP silences exactly the command after it.
-            client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+            client.replies.reply_skip = std::mem::take(&mut client.replies.reply_skip_next);
             if client.tracking.is_some() {
                 self.after_tracked_command(client, &cmds[i]);
             }
             // The command wrote a key clients wait on: Redis serves them before the next
             // command, so the rest of this pipeline waits until they are served (it resumes
             // in `serve_ready`, once this client is back in the table).
-            if !self.ready.is_empty() && i + 1 < cmds.len() && client.multi.is_none() {
+            if !self.waiters.ready.is_empty() && i + 1 < cmds.len() && client.txn.multi.is_none() {
                 // `index` is the command already answered: `resume_after_block` goes on after it.
                 client.blocked = Some(crate::state::Blocked::held(cmds, i, client.db, protocol_error));
-                self.unblocked.push(client.id);
+                self.waiters.unblocked.push(client.id);
                 return;
             }
             // A client that pipelines without reading: once its unsent replies pass the high
@@ -554,7 +413,7 @@ impl Executor {
         // ((un)subscribe confirmations), in RESP2 too, as in Redis.
         let push = |r: &Reply| matches!(r, Reply::Push(_));
         let pushing = push(reply) || matches!(reply, Reply::Sequence(r) if r.first().is_some_and(push));
-        if client.replica.is_some() || ((client.reply_off || client.reply_skip) && !pushing) {
+        if client.replica.is_some() || ((client.replies.reply_off || client.replies.reply_skip) && !pushing) {
             return;
         }
         encode_reply(reply, client.proto, &mut client.out);
@@ -569,7 +428,7 @@ impl Executor {
         }
         let is_client = args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"client"));
         if let Some(m) = client.tracking.as_mut() {
-            if client.multi.is_none() && !is_client {
+            if client.txn.multi.is_none() && !is_client {
                 m.caching = None;
             }
         }
@@ -584,7 +443,7 @@ impl Executor {
         if let Some(blocked) = client.blocked.take() {
             self.unpark(id, &blocked);
         }
-        let mut ctx = Ctx { ks: &mut self.ks, client: &mut client, server: &mut self.server, now_ms: self.now_ms };
+        let mut ctx = Ctx::new(&mut self.ks, &mut client, &mut self.server, self.now_ms);
         commands::transactions::discard_transaction(&mut ctx);
         commands::pubsub::unsubscribe_all(&mut ctx);
         self.server.monitors.retain(|m| *m != id);
@@ -622,9 +481,9 @@ impl Executor {
         }
         if self.exec_depth == 0 {
             if self.logging() && self.commit_pending() {
-                client.log_wait = self.aof.as_ref().map_or(0, |a| a.buffered_end());
+                client.log_wait = self.log.aof.as_ref().map_or(0, |a| a.buffered_end());
             }
-            if let Some((request, own_reply)) = self.deferred_persist.take() {
+            if let Some((request, own_reply)) = self.log.deferred.take() {
                 let result = self.persist_command(request);
                 if matches!(request, crate::state::PersistRequest::Reload | crate::state::PersistRequest::LoadAof) {
                     // The log starts again from its files: no offset of before applies.
@@ -654,17 +513,12 @@ impl Executor {
             return self.refuse(client, cmd, Reply::error("NOAUTH Authentication required."));
         }
         if let Err(refusal) = self.acl_check(client, cmd, args) {
-            if client.multi.is_some() {
-                client.multi_dirty = true;
+            if client.txn.multi.is_some() {
+                client.txn.multi_dirty = true;
             }
             return self.refuse(client, cmd, refusal);
         }
-        if client.in_subscribed_mode()
-            && !matches!(
-                cmd.name,
-                "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
-            )
-        {
+        if client.in_subscribed_mode() && !cmd.is(Trait::Subscribed) {
             let why = format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 cmd.name
@@ -673,9 +527,9 @@ impl Executor {
         }
         // Over maxmemory (after trying to evict): denyoom commands are refused, and inside
         // MULTI every command that would be queued, as Redis does.
-        let queues = client.multi.is_some() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset");
+        let queues = client.txn.multi.is_some() && !cmd.is(Trait::NotQueued);
         // Eviction runs before every command, as in Redis (a read too may find memory over).
-        let oom = !self.loading && !self.within_maxmemory();
+        let oom = !self.loading() && !self.within_maxmemory();
         // A script's declared flags decide for it (inside EXEC the script's own check does).
         let deny_oom = |c: &CommandSpec, a: &[Bytes]| match self.declared_flags(c, a).filter(|_| !client.in_exec()) {
             Some(f) => !(f.allow_oom || f.no_writes),
@@ -693,14 +547,14 @@ impl Executor {
                 return self.refuse(client, cmd, refusal);
             }
         }
-        if !self.loading && self.stale_replica() && !self.allowed_when_stale(cmd, args) {
+        if !self.loading() && self.stale_replica() && !self.allowed_when_stale(cmd, args) {
             return self.refuse(client, cmd, Reply::error(replicate::MASTERDOWN));
         }
         // Inside MULTI everything but the transaction commands themselves is queued.
-        if let Some(queue) = client.multi.as_mut() {
+        if let Some(queue) = client.txn.multi.as_mut() {
             if queues {
                 if cmd.has(Flag::NoMulti) {
-                    client.multi_dirty = true;
+                    client.txn.multi_dirty = true;
                     return Reply::error("ERR Command not allowed inside a transaction");
                 }
                 queue.push((cmd, argv.take()));
@@ -709,44 +563,53 @@ impl Executor {
         }
 
         let start = self.clock_mark.take().unwrap_or_else(Stamp::now);
-        let (mut reply, call_end) = self.run_command(client, cmd, args, Some(start));
+        let (mut reply, call_end, effects) = self.run_command(client, cmd, args, Some(start));
         // The command's end time serves for the slowlog too, unless more ran after it.
         let mut end = call_end;
         let mut scripted = false;
-        if let Some(call) = client.script_call.take() {
-            end = None;
-            scripted = true;
-            let recording = self.recording();
-            reply = self.run_script(client, args, &call, Instant::now());
-            if recording {
-                if let Some(outcome) = self.last_script_outcome.take() {
-                    self.log_script(client, args, &call, &outcome);
-                    self.last_script_outcome = Some(outcome);
+        let mut exec = false;
+        match effects.next {
+            Next::Reply => {}
+            Next::RunScript(call) => {
+                end = None;
+                scripted = true;
+                let recording = self.recording();
+                reply = self.run_script(client, args, &call, Instant::now());
+                if recording {
+                    if let Some(outcome) = self.last_script_outcome.take() {
+                        self.log_script(client, args, &call, &outcome);
+                        self.last_script_outcome = Some(outcome);
+                    }
                 }
             }
-        }
-        if let Some(request) = self.server.repl_request.take() {
-            end = None;
-            reply = self.replication_request(client, request);
-        }
-        if let Some(request) = self.server.persist_request.take() {
-            // Runs once the top-level command's records are committed: inside EXEC, the
-            // transaction's earlier records must not land on the wrong side of a rewrite.
-            let nested = self.exec_depth > 1;
-            self.deferred_persist = Some((request, !nested));
-            if nested {
-                reply = match request {
-                    crate::state::PersistRequest::Rewrite => Reply::status("Background append only file rewriting scheduled"),
-                    crate::state::PersistRequest::BgSave { .. } => Reply::status("Background saving scheduled"),
-                    crate::state::PersistRequest::Reconfigure => reply,
-                    _ => Reply::OK,
-                };
+            // Where a client may not block (EXEC, the loader) the command times out at once.
+            Next::Block(request) if client.deny_blocking => reply = request.timeout_reply,
+            Next::Block(request) => client.block_request = Some(request),
+            Next::Exec => exec = true,
+            Next::Replication(request) => {
+                end = None;
+                reply = self.replication_request(client, request);
             }
+            Next::Persist(request) => {
+                // Runs once the top-level command's records are committed: inside EXEC, the
+                // transaction's earlier records must not land on the wrong side of a rewrite.
+                let nested = self.exec_depth > 1;
+                self.log.deferred = Some((request, !nested));
+                if nested {
+                    reply = match request {
+                        crate::state::PersistRequest::Rewrite => Reply::status("Background append only file rewriting scheduled"),
+                        crate::state::PersistRequest::BgSave { .. } => Reply::status("Background saving scheduled"),
+                        crate::state::PersistRequest::Reconfigure => reply,
+                        _ => Reply::OK,
+                    };
+                }
+            }
+            Next::Shutdown(request) => self.server.shutdown = Some(request),
         }
         let end = end.unwrap_or_else(Stamp::now);
         self.clock_mark = Some(end);
         let elapsed = end.micros_since(start);
-        if elapsed >= 1000 && !self.loading {
+        if elapsed >= 1000 && !self.loading() {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
         }
@@ -758,19 +621,19 @@ impl Executor {
             if reply.is_error() {
                 stat.failed_calls += 1;
             }
-            if self.server.latency_tracking {
+            if self.server.settings.latency_tracking {
                 self.server.stats.record_latency(cmd.id, elapsed);
             }
         }
         if !cmd.has(Flag::SkipSlowlog) {
             self.slowlog_record(client, args, elapsed);
         }
-        let threshold_ms = self.server.latency_threshold_ms;
-        if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading {
+        let threshold_ms = self.server.settings.latency_threshold_ms;
+        if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading() {
             let event = if cmd.has(Flag::Fast) { "fast-command" } else { "command" };
             self.server.latency.add(event, crate::clock::now_ms() / 1000, elapsed / 1000);
         }
-        if std::mem::take(&mut client.exec_requested) {
+        if exec {
             reply = self.exec_transaction(client);
             // EXECABORT: EXEC ran and failed.
             if reply.is_error() {
@@ -792,40 +655,34 @@ impl Executor {
         cmd: &'static CommandSpec,
         args: &[Bytes],
         timer: Option<Stamp>,
-    ) -> (Reply, Option<Stamp>) {
+    ) -> (Reply, Option<Stamp>, Effects) {
         client.last_cmd = cmd.name;
         if cmd.has(Flag::Write) && self.rewriting() {
             self.capture_before_write(client.db, cmd, args);
         }
-        let wiped = self.watched_keys_wiped_by(cmd, args, client.db);
         let dirty_before = self.server.dirty;
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        let listened = self.server.tracking.clients > 0 || !self.server.watchers.is_empty() || !self.waiters.by_key.is_empty();
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
+        ctx.effects.listened = listened;
         let reply = commands::call(cmd, &mut ctx, args);
+        let mut effects = ctx.effects;
         // A script's EVAL ends when the script does (the caller times it).
-        let end = timer.filter(|_| client.script_call.is_none()).map(|_| Stamp::now());
+        let end = timer.filter(|_| !matches!(effects.next, Next::RunScript(_))).map(|_| Stamp::now());
         let elapsed = timer.zip(end).map_or(0, |(s, e)| e.micros_since(s));
         if self.server.tracking.clients > 0 {
             self.remember_tracked_keys(client, cmd, args);
-            if matches!(cmd.name, "flushdb" | "flushall") {
-                self.invalidate_all(client);
-            }
+        }
+        if effects.any_signal() {
+            self.apply_signals(client, &effects);
         }
         if self.server.dirty != dirty_before {
-            self.signal_modified(client, cmd, args);
             if !client.in_script && self.recording() {
-                self.log_command(client, cmd, args, &reply);
+                self.log_command(client, args, std::mem::take(&mut effects.logged));
             }
-        } else if !self.server.also_modified.is_empty() {
-            // A key signalled without a change (a no-op LTRIM): watchers and trackers only,
-            // for the keys listed (the name alone passed: no key positions added again).
-            self.signal_modified(client, cmd, &args[..1]);
         } else if cmd.name.starts_with("script|") && self.recording() {
             self.log_script_admin(client, cmd, args, &reply);
-        } else if persist::publishes(cmd) && !client.in_script && self.publishing_to_replicas() {
+        } else if cmd.is(Trait::Publishes) && !client.in_script && self.publishing_to_replicas() {
             self.log_publish(client, args);
-        }
-        for (db, key) in wiped {
-            self.touch_watched(Some(client), db, &key);
         }
         self.signal_expired(client);
         self.feed_monitors(client, cmd, args);
@@ -840,16 +697,10 @@ impl Executor {
             stat.failed_calls += 1;
         }
         // A script's EVAL is recorded when it ends, with the script's time.
-        if self.server.latency_tracking && end.is_some() {
+        if self.server.settings.latency_tracking && end.is_some() {
             self.server.stats.record_latency(cmd.id, elapsed);
         }
-        (reply, end)
-    }
-
-    /// The memory Vermilion reports as `used_memory`: the data estimate plus a fixed
-    /// baseline for the server's own structures.
-    pub fn used_memory(ks: &Keyspace) -> usize {
-        ks.total_mem() + USED_MEMORY_BASELINE
+        (reply, end, effects)
     }
 }
 

@@ -84,8 +84,8 @@ impl Executor {
             self.flush_log();
             if self.must_wait_for_log(client) {
                 // Held like any reply waiting for the log; released when it is durable.
-                if !self.held.contains(&client.id) {
-                    self.held.push(client.id);
+                if !self.log.held.contains(&client.id) {
+                    self.log.held.push(client.id);
                 }
                 return;
             }
@@ -97,11 +97,11 @@ impl Executor {
 
     /// The output limits of a client's class (normal, pubsub or replica).
     pub(super) fn output_limit(&self, client: &Client) -> OutputLimit {
-        let limits = &self.server.output_limits;
+        let limits = &self.server.settings.output_limits;
         if client.replica.is_some() {
             return limits.replica;
         }
-        let subscribed = !(client.channels.is_empty() && client.patterns.is_empty() && client.shard_channels.is_empty());
+        let subscribed = !(client.subs.channels.is_empty() && client.subs.patterns.is_empty() && client.subs.shard_channels.is_empty());
         if subscribed {
             limits.pubsub
         } else {
@@ -129,7 +129,7 @@ impl Executor {
         let done = std::mem::take(&mut client.completed_batches);
         if done > 0 {
             let before = client.flags.inflight.fetch_sub(done, std::sync::atomic::Ordering::AcqRel);
-            if before >= crate::server::MAX_INFLIGHT {
+            if before >= crate::conn::MAX_INFLIGHT {
                 client.flags.resume.notify_one();
             }
         }
@@ -183,15 +183,15 @@ impl Executor {
         if self.logging() {
             self.flush_log();
             if may_hold_pushes {
-                was_held.extend_from_slice(&self.held);
+                was_held.extend_from_slice(&self.log.held);
             }
-            self.touched.append(&mut self.held);
+            self.touched.append(&mut self.log.held);
             let mut waiting = std::mem::take(&mut self.touched);
             waiting.sort_unstable();
             waiting.dedup();
             for id in waiting {
                 match self.server.clients.get(&id) {
-                    Some(c) if self.must_wait_for_log(c) => self.held.push(id),
+                    Some(c) if self.must_wait_for_log(c) => self.log.held.push(id),
                     Some(_) => self.touched.push(id),
                     None => {}
                 }

@@ -13,20 +13,13 @@ use bytes::Bytes;
 use super::replicate::{MASTERDOWN, READONLY};
 use super::Executor;
 use crate::commands::scripting::ScriptCall;
-use crate::commands::{self, CommandSpec, Flag, Resolved};
+use crate::commands::{self, CommandSpec, Flag, Logged, Next, Resolved, Trait};
 use crate::protocol::{ProtocolVersion, Reply};
 use crate::scripting::{Effect, RunEnd, ScriptHost, ScriptOutcome};
 use crate::state::Client;
 
-/// Commands whose reply order is undefined: a script sees it sorted (byte order), so the
-/// same script replays the same way (Redis's CMD_SORT_FOR_SCRIPT).
-const SORTED_FOR_SCRIPT: &[&str] = &["smembers", "sinter", "sunion", "sdiff", "hkeys", "hvals", "keys"];
-
 /// The `set_repl` targets of a deletion effect: the log and replicas, always.
 const DELETION_REPL: u8 = 3;
-
-/// Commands without Redis's nondeterministic tip whose result a replay would not reproduce.
-const STATE_DEPENDENT: &[&str] = &["publish", "spublish", "memory|usage", "dbsize"];
 
 /// Errors of `redis.call` that the script's text and the data alone decide (a replay of the
 /// whole script meets them again). Any other error makes the script random-dirty.
@@ -44,7 +37,7 @@ const DETERMINISTIC_ERRORS: &[&str] = &[
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ScriptClass {
     Plain,
-    /// Its reply is sorted for the script (SORTED_FOR_SCRIPT).
+    /// Its reply is sorted for the script (`Trait::ScriptSorted`).
     Sorted,
     /// HGETALL: its pairs are sorted by field.
     SortedPairs,
@@ -64,13 +57,12 @@ fn script_class(cmd: &CommandSpec) -> ScriptClass {
             if c.id >= classes.len() {
                 classes.resize(c.id + 1, ScriptClass::Plain);
             }
-            classes[c.id] = if SORTED_FOR_SCRIPT.contains(&c.name) {
+            classes[c.id] = if c.is(Trait::ScriptSorted) {
                 ScriptClass::Sorted
-            } else if c.name == "hgetall" {
+            } else if c.is(Trait::ScriptSortedPairs) {
                 ScriptClass::SortedPairs
-            } else if (!matches!(c.name, "ttl" | "pttl") && c.tips.iter().any(|t| t.starts_with("nondeterministic_output")))
-                || STATE_DEPENDENT.contains(&c.name)
-                || c.name.starts_with("pubsub|")
+            } else if (!c.is(Trait::ScriptDeterministic) && c.tips.iter().any(|t| t.starts_with("nondeterministic_output")))
+                || c.is(Trait::ScriptRandom)
             {
                 ScriptClass::Random
             } else {
@@ -108,10 +100,10 @@ impl Executor {
         };
         let flags = call.flags;
         // Replaying the log: what ran then runs now, whatever memory says.
-        let oom = !self.loading && self.server.maxmemory > 0 && !self.within_maxmemory();
+        let oom = !self.loading() && self.server.settings.maxmemory > 0 && !self.within_maxmemory();
         let refusal = if flags.compat {
             // A script without a shebang never runs on a stale replica (EVAL itself may).
-            (!self.loading && self.stale_replica()).then(|| Reply::error(MASTERDOWN))
+            (!self.loading() && self.stale_replica()).then(|| Reply::error(MASTERDOWN))
         } else {
             self.script_refusal(client, flags, call.read_only, oom)
         };
@@ -121,9 +113,9 @@ impl Executor {
         }
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
-        let threshold = self.server.busy_threshold_ms;
+        let threshold = self.server.settings.busy_threshold_ms;
         // Time stands still for the whole script (a replayed script's is its record's).
-        self.now_ms = self.replay_time_ms.take().unwrap_or_else(|| self.anchor.ms_at(started));
+        self.now_ms = self.load.replay_time_ms.take().unwrap_or_else(|| self.anchor.ms_at(started));
         let time_ms = self.now_ms;
         // Deletions so far belong before the script's record.
         if self.recording() {
@@ -145,7 +137,7 @@ impl Executor {
                 functions: engine.functions.registered_count(),
             }
         });
-        watch.start(self.loading, running);
+        watch.start(self.loading(), running);
         let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
         let effects = self.recording() || self.keep_script_effects;
         let mut bridge = ScriptBridge {
@@ -178,7 +170,7 @@ impl Executor {
         if end == RunEnd::Shutdown {
             // Nothing of this script (nor of the transaction around it) reaches the log.
             self.last_script_outcome = None;
-            self.pending.clear();
+            self.log.pending.clear();
             self.ks.deletions.clear();
             self.server.shutdown = Some(crate::state::ShutdownRequest { save: false });
             client.close_after_reply = true;
@@ -194,7 +186,7 @@ impl Executor {
     /// checks, so a client's call gets those checks' texts in their order; inside EXEC the
     /// script's own texts.
     fn script_refusal(&self, client: &Client, flags: crate::scripting::ScriptFlags, ro_command: bool, oom: bool) -> Option<Reply> {
-        if self.loading {
+        if self.loading() {
             return None;
         }
         let top = !client.in_exec();
@@ -328,7 +320,7 @@ impl ScriptBridge<'_> {
             self.write_allowed = true;
         }
         // An allow-stale script on a stale replica runs only the commands allowed there.
-        if !cmd.has(Flag::Stale) && !self.exec.loading && self.exec.stale_replica() {
+        if !cmd.has(Flag::Stale) && !self.exec.loading() && self.exec.stale_replica() {
             return Some(Reply::error("ERR Can not execute the command on a stale replica"));
         }
         None
@@ -343,17 +335,20 @@ impl ScriptBridge<'_> {
         let db = self.client.db;
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
-        let (mut reply, _) = self.exec.run_command(self.client, cmd, argv, None);
+        let (mut reply, _, effects) = self.exec.run_command(self.client, cmd, argv, None);
         // Keys the command expired (or memory evicted) go before its write, in order.
         for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {
             self.outcome.deletions.push(self.outcome.effects.len());
             self.outcome.effects.push(Effect { db, argv: vec![Bytes::from_static(b"DEL"), key], repl: DELETION_REPL });
         }
-        // A blocking command in a script acts as its non-blocking form: it times out at once.
-        if let Some(request) = self.client.block_request.take() {
-            reply = request.timeout_reply;
+        match effects.next {
+            Next::Reply => {}
+            // A blocking command in a script acts as its non-blocking form: it times out at once.
+            Next::Block(request) => reply = request.timeout_reply,
+            // Flagged noscript: refused before they run.
+            Next::RunScript(_) | Next::Exec | Next::Replication(_) | Next::Persist(_) | Next::Shutdown(_) => {}
         }
-        if super::persist::publishes(cmd) && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
+        if cmd.is(Trait::Publishes) && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
             self.outcome.published = true;
             self.outcome.effects.push(Effect { db, argv: argv.clone(), repl });
         }
@@ -361,9 +356,9 @@ impl ScriptBridge<'_> {
             self.outcome.wrote = true;
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).
             if self.effects {
-                match super::persist::rewritten(cmd, argv, &reply, &self.exec.ks, db) {
-                    Some(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
-                    None => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
+                match effects.logged {
+                    Logged::As(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
+                    Logged::AsSent => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
                 }
             }
         }

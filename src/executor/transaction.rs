@@ -11,27 +11,23 @@ impl Executor {
     /// EXEC: runs the queued commands back to back (nothing else runs meanwhile, there being
     /// one thread) and answers their replies as one array; or EXECABORT / a null array.
     pub(super) fn exec_transaction(&mut self, client: &mut Client) -> Reply {
-        let queued = client.multi.take().unwrap_or_default();
+        let queued = client.txn.multi.take().unwrap_or_default();
         // A watched key whose time ran out since WATCH counts as changed (Redis 7).
         let now = self.now_ms;
         let expired = |(db, key): &(usize, Bytes)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now));
-        if client.watched.iter().any(|w| expired(w) && !client.watched_expired.contains(w)) {
-            client.cas_dirty = true;
+        if client.txn.watched.iter().any(|w| expired(w) && !client.txn.watched_expired.contains(w)) {
+            client.txn.cas_dirty = true;
         }
-        let reply = if client.multi_dirty {
+        let reply = if client.txn.multi_dirty {
             Reply::error("EXECABORT Transaction discarded because of previous errors.")
-        } else if client.cas_dirty {
+        } else if client.txn.cas_dirty {
             Reply::NilArray
         } else {
             client.deny_blocking = true;
-            client.exec_queued = Some(queued.len());
+            client.txn.exec_queued = Some(queued.len());
             let mut replies = Vec::with_capacity(queued.len());
             for (cmd, args) in &queued {
-                let mut r = self.execute_args(client, Args::Borrowed(args), Some(cmd));
-                // A blocking command inside a transaction answers as if it timed out.
-                if let Some(request) = client.block_request.take() {
-                    r = request.timeout_reply;
-                }
+                let r = self.execute_args(client, Args::Borrowed(args), Some(cmd));
                 // Each error in the EXEC array is an error reply for INFO, as in Redis.
                 if let Reply::Error(text) = &r {
                     self.server.stats.count_error(text);
@@ -39,10 +35,10 @@ impl Executor {
                 replies.push(r);
             }
             client.deny_blocking = false;
-            client.exec_queued = None;
+            client.txn.exec_queued = None;
             Reply::Array(replies)
         };
-        let mut ctx = Ctx { ks: &mut self.ks, client, server: &mut self.server, now_ms: self.now_ms };
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
         commands::transactions::discard_transaction(&mut ctx);
         reply
     }

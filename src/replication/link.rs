@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 use super::{LinkShared, LINK_CONNECT, LINK_CONNECTED, LINK_CONNECTING, LINK_SYNC};
 use crate::aof::format;
-use crate::executor::Request;
+use crate::conn::Request;
 use crate::log;
 
 /// What the task needs to know (copied from the configuration when the link starts).
@@ -64,7 +64,7 @@ const CHECKPOINT_LINE: usize = 21;
 /// Runs the link until it is stopped. After each connection the executor says where the next
 /// one resumes (it has applied everything the old one handed over by then: the answer comes
 /// through the same ordered channel).
-pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::executor::RequestTx) {
+pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::conn::RequestTx) {
     let mut resume = cfg.resume.clone();
     loop {
         if shared.stop.load(Ordering::Acquire) {
@@ -97,12 +97,7 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::executor::
 }
 
 /// One connection: handshake, sync, stream. Returns when the connection ends.
-async fn session(
-    cfg: &LinkConfig,
-    shared: &LinkShared,
-    tx: &crate::executor::RequestTx,
-    resume: &Option<(String, u64)>,
-) -> Result<(), String> {
+async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &crate::conn::RequestTx, resume: &Option<(String, u64)>) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
     let sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
@@ -266,7 +261,7 @@ async fn stream(
     buf: &mut BytesMut,
     cfg: &LinkConfig,
     shared: &LinkShared,
-    tx: &crate::executor::RequestTx,
+    tx: &crate::conn::RequestTx,
     mut next: u64,
 ) -> Result<(), String> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -337,7 +332,7 @@ async fn ack(sock: &mut Sock, shared: &LinkShared) -> Result<(), String> {
 /// skipping the newlines between segments. A newline is an acknowledgement request: it goes
 /// to the executor too, and reaches it behind the segments before it (one ordered channel),
 /// so the acknowledgement covers them.
-fn deliver(buf: &mut BytesMut, link: u64, tx: &crate::executor::RequestTx, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
+fn deliver(buf: &mut BytesMut, link: u64, tx: &crate::conn::RequestTx, shared: &LinkShared, next: &mut u64) -> Result<(), String> {
     let cut = split_segments(buf);
     for data in cut.segments {
         let len = data.len() as u64;

@@ -140,7 +140,7 @@ pub struct ReplState {
     pub offset: u64,
     pub backlog: Option<Backlog>,
     /// Clients that asked for the stream (PSYNC/SYNC), in the order they did.
-    pub replicas: Vec<crate::state::ClientId>,
+    pub replicas: Vec<crate::conn::ClientId>,
     pub master: Option<MasterLink>,
     pub next_link_id: u64,
     pub sync_full: u64,
@@ -177,24 +177,6 @@ impl ReplState {
     pub fn shift_replid(&mut self, new_id: String, offset: u64) {
         self.replid2 = std::mem::replace(&mut self.replid, new_id);
         self.second_offset = Some(offset);
-    }
-}
-
-impl crate::state::ServerState {
-    /// The replicas (connections that asked for the stream) and what is known of each.
-    pub fn replica_peers(&self) -> impl Iterator<Item = (&crate::state::Client, &Peer)> {
-        self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (&**c, p)))
-    }
-
-    /// Online replicas that acknowledged `offset` (WAIT).
-    pub fn acked_replicas(&self, offset: u64) -> usize {
-        self.replica_peers().filter(|(_, p)| p.state == PeerState::Online && p.ack_offset >= offset).count()
-    }
-
-    /// Online replicas that acknowledged within `max_lag` seconds (min-replicas-to-write).
-    pub fn good_replicas(&self, max_lag: i64) -> usize {
-        let now = crate::clock::now_ms();
-        self.replica_peers().filter(|(_, p)| p.state == PeerState::Online && now - p.ack_time_ms <= max_lag * 1000).count()
     }
 }
 

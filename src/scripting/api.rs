@@ -17,8 +17,8 @@ use super::convert::error_table;
 use super::names::NameCache;
 use super::shim::table_error_fn;
 use super::ScriptHost;
-use crate::commands::CommandSpec;
 use crate::protocol::{ProtocolVersion, Reply};
+use crate::spec::CommandSpec;
 
 pub const REPL_NONE: i64 = 0;
 pub const REPL_AOF: i64 = 1;

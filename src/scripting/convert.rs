@@ -16,8 +16,8 @@ use bytes::Bytes;
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Value};
 
-use crate::commands::sanitize;
 use crate::protocol::{ProtocolVersion, Reply};
+use crate::spec::sanitize;
 
 /// Lua 5.1's limit on a C function's stack slots (`LUAI_MAXCSTACK`). Redis converts a
 /// returned table with one slot per level of nesting above the two its caller holds (the

@@ -459,6 +459,26 @@ fn read_flags(lua: &Lua, list: &Table) -> Option<ScriptFlags> {
     Some(flags)
 }
 
+/// FUNCTION STATS's reply; `running`: the running function's name, command and run time.
+pub fn stats_reply(running: Option<(String, Vec<bytes::Bytes>, u64)>, libraries: usize, functions: usize) -> crate::protocol::Reply {
+    use crate::protocol::Reply;
+    let running = running.map_or(Reply::Nil, |(name, argv, ms)| {
+        Reply::Map(vec![
+            (Reply::bulk_string("name"), Reply::bulk_string(name)),
+            (Reply::bulk_string("command"), Reply::Array(argv.into_iter().map(Reply::Bulk).collect())),
+            (Reply::bulk_string("duration_ms"), Reply::Int(ms as i64)),
+        ])
+    });
+    let lua = Reply::Map(vec![
+        (Reply::bulk_string("libraries_count"), Reply::Int(libraries as i64)),
+        (Reply::bulk_string("functions_count"), Reply::Int(functions as i64)),
+    ]);
+    Reply::Map(vec![
+        (Reply::bulk_string("running_script"), running),
+        (Reply::bulk_string("engines"), Reply::Map(vec![(Reply::bulk_string("LUA"), lua)])),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

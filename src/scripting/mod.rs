@@ -53,13 +53,7 @@ pub trait ScriptHost {
     /// `Reply::Error` with its code word. `argv` is the caller's reused vector: the host may
     /// take its contents (to keep them), and the caller empties it afterwards. `cached` is
     /// the command `argv[0]` resolved to when the host last passed it to `remember_command`.
-    fn call(
-        &mut self,
-        argv: &mut Vec<Bytes>,
-        cached: Option<&'static crate::commands::CommandSpec>,
-        resp: ProtocolVersion,
-        repl: u8,
-    ) -> Reply;
+    fn call(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static crate::spec::CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply;
     /// `redis.acl_check_cmd`: whether the script's user may run `argv`; `None` when it names
     /// no known command.
     fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool>;
@@ -535,7 +529,7 @@ fn error_reply(sha: &str, err: &Value) -> Reply {
             Value::String(s) => s.to_string_lossy(),
             _ => "execution failure".to_string(),
         };
-        return Reply::Error(crate::commands::sanitize(format!("ERR Error running script {sha}, {}", truncate(&msg, 100))).into());
+        return Reply::Error(crate::spec::sanitize(format!("ERR Error running script {sha}, {}", truncate(&msg, 100))).into());
     };
     let text = |name: &str| match t.raw_get::<Value>(name) {
         Ok(Value::String(s)) => Some(s.to_string_lossy()),
@@ -549,7 +543,7 @@ fn error_reply(sha: &str, err: &Value) -> Reply {
     if let (Some(source), Some(line)) = (text("source"), text("line")) {
         reply.push_str(&format!(" script: {sha}, on {source}:{line}."));
     }
-    Reply::Error(crate::commands::sanitize(reply).into())
+    Reply::Error(crate::spec::sanitize(reply).into())
 }
 
 fn truncate(s: &str, max: usize) -> &str {

@@ -254,6 +254,23 @@ impl Conn {
 
     /// True if the peer closes the connection within `within` (data still pending counts
     /// as not closed).
+    /// Reads replies until one containing `sentinel` (excluded) or a failure (included):
+    /// the pushes a subscriber received before a marker message.
+    pub fn read_until(&mut self, sentinel: &str) -> Vec<Got> {
+        let mut out = Vec::new();
+        loop {
+            let got = self.read();
+            match &got {
+                Ok(r) if r.raw.windows(sentinel.len()).any(|w| w == sentinel.as_bytes()) => return out,
+                Ok(_) => out.push(got),
+                Err(_) => {
+                    out.push(got);
+                    return out;
+                }
+            }
+        }
+    }
+
     pub fn closed_within(&mut self, within: Duration) -> bool {
         if self.pos < self.buf.len() {
             return false;

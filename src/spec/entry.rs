@@ -1,8 +1,6 @@
 //! The shape of a command table entry: everything the dispatcher and `COMMAND` need to know
 //! about a command, as plain data.
 
-use super::Handler;
-
 /// Command flags, as Redis 7 names them in `COMMAND INFO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flag {
@@ -101,6 +99,29 @@ impl Group {
     }
 }
 
+/// Vermilion's own traits of a command (the `+words` of tools/commands.txt): what the
+/// executor does differently for it, as data of the table rather than lists of names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trait {
+    /// Allowed in RESP2 subscribed mode.
+    Subscribed,
+    /// Runs at once inside MULTI instead of being queued.
+    NotQueued,
+    /// A script sees its reply sorted by bytes (Redis's CMD_SORT_FOR_SCRIPT), so the same
+    /// script replays the same way.
+    ScriptSorted,
+    /// A script sees its field/value pairs sorted by field.
+    ScriptSortedPairs,
+    /// Its result comes from state the log does not replay (subscribers, memory figures,
+    /// keys active expiry has not deleted yet): a script calling it is logged as its effects.
+    ScriptRandom,
+    /// Not random for a script despite Redis's `nondeterministic_output` tip (time is frozen
+    /// in a script and travels with its record: TTL, PTTL).
+    ScriptDeterministic,
+    /// Its message goes to replicas through the log (PUBLISH, SPUBLISH).
+    Publishes,
+}
+
 /// A small static document tree, for the nested parts of `COMMAND INFO` (key specs).
 #[derive(Debug)]
 pub enum Doc {
@@ -135,13 +156,17 @@ pub struct CommandSpec {
     /// For deprecated commands: since when, and what to use instead (else empty).
     pub deprecated_since: &'static str,
     pub replaced_by: &'static str,
-    pub handler: Handler,
+    pub traits: &'static [Trait],
     pub subcommands: &'static [CommandSpec],
 }
 
 impl CommandSpec {
     pub fn has(&self, flag: Flag) -> bool {
         self.flags.contains(&flag)
+    }
+
+    pub fn is(&self, t: Trait) -> bool {
+        self.traits.contains(&t)
     }
 
     pub fn arity_ok(&self, argc: usize) -> bool {

@@ -317,7 +317,7 @@ fn sort_store_key(args: &[Bytes], out: &mut Vec<(usize, u8)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::{resolve, Resolved};
+    use crate::spec::{resolve, Resolved};
 
     fn keys(argv: &[&str]) -> Vec<(usize, u8)> {
         let args: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
