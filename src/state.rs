@@ -88,6 +88,9 @@ pub struct Client {
     pub block_request: Option<BlockRequest>,
     /// While parked: the batch it was running and where it stopped.
     pub blocked: Option<Blocked>,
+    /// While a woken client's blocking command runs again: the ready key it is served from
+    /// (Redis serves from that key only, whatever the others hold).
+    pub serving: Option<Bytes>,
     /// Inside EXEC (or, later, a script): blocking commands answer as if timed out.
     pub deny_blocking: bool,
     /// Commands inside an EXEC that was already admitted under maxmemory (and, later,
@@ -290,6 +293,7 @@ impl Client {
             rdb_only: false,
             replica: None,
             wait_target: None,
+            serving: None,
             txn: Transaction::default(),
             subs: Subscriptions::default(),
             replies: ReplyMode::default(),

@@ -73,7 +73,8 @@ fn watch_case(d: &mut DiffPair, (_, setup, watch, writes, aborts): WatchCase) ->
 }
 
 fn run_watch_cases(cases: &[WatchCase]) {
-    let mut d = DiffPair::start();
+    // DEBUG (SLEEP, RELOAD, SET-ACTIVE-EXPIRE) is on in both (Redis 7.0's default is off).
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &[]);
     script(&mut d, "open", 1, &["PING"]);
     let mut failures = Vec::new();
     for &case in cases {
@@ -433,6 +434,73 @@ fn a_blocked_client_stays_blocked_when_the_key_changes_type() {
         // Redis 7.0: BLMOVE k d, then HSET k: stays blocked; DEL + RPUSH serve `v`.
         ("blmove, hset", &[], "BLMOVE k d LEFT LEFT 0", &["HSET k f v"], false, &["DEL k", "RPUSH k v", "LRANGE d 0 -1"]),
     ]);
+}
+
+/// A woken client is served from the key that became ready, not by running its command over
+/// every key again (Redis's `serveClientsBlockedOnListKey`); and only a key that was created
+/// is ready (Redis 7.0's `dbAdd`): an overwrite of a key of another type serves no one.
+#[test]
+fn a_woken_client_is_served_from_the_key_that_became_ready() {
+    run_block_cases(&[
+        // Redis 7.0: BLPOP a b 0 with a a string: RPUSH b v serves `b v` (no WRONGTYPE from a).
+        ("blpop, first key wrong type", &[], "BLPOP a b 0", &["SET a x", "RPUSH b v"], true, &[]),
+        // Redis 7.0: the key pushed first in the transaction is served first: `b x`.
+        ("blpop, ready order", &[], "BLPOP a b 0", &["MULTI", "RPUSH b x", "RPUSH a y", "EXEC"], true, &["LRANGE a 0 -1"]),
+        // Redis 7.0: BLMPOP and BZMPOP likewise serve from the ready key.
+        ("blmpop, first key wrong type", &[], "BLMPOP 0 2 a b LEFT", &["SET a x", "RPUSH b v"], true, &[]),
+        ("bzmpop, first key wrong type", &[], "BZMPOP 0 2 a b MIN", &["SET a x", "ZADD b 1 v"], true, &[]),
+        ("bzpopmin, first key wrong type", &[], "BZPOPMIN a b 0", &["SET a x", "ZADD b 1 v"], true, &[]),
+        // Redis 7.0: a string overwritten by SORT STORE / ZUNIONSTORE is not created, so not
+        // ready: the waiter stays blocked until the key is deleted and pushed again.
+        ("sort store over a string", &["RPUSH l 1"], "BLPOP k 0", &["SET k s", "SORT l STORE k"], false, &["DEL k", "RPUSH k v"]),
+        ("zunionstore over a string", &["ZADD z 1 m"], "BZPOPMIN k 0", &["SET k s", "ZUNIONSTORE k 1 z"], false, &["DEL k", "ZADD k 2 v"]),
+    ]);
+}
+
+/// FLUSHDB, SWAPDB and DEBUG RELOAD touch the watched keys present, expired or not, with
+/// Redis 7.0's rules for keys already expired at WATCH.
+#[test]
+fn flushes_touch_watched_keys_that_are_present_even_if_expired() {
+    run_watch_cases(&[
+        // Redis 7.0: a key that expires after WATCH is still present at FLUSHDB: aborts.
+        ("flushdb, key expired since watch", &["SET k v PX 100"], &["WATCH k", "DEBUG SLEEP 0.2"], &["FLUSHDB"], true),
+        // Redis 7.0: a key already expired at WATCH and flushed changed nothing: runs.
+        (
+            "flushdb, key expired before watch",
+            &["DEBUG SET-ACTIVE-EXPIRE 0", "SET k v PX 10", "DEBUG SLEEP 0.05"],
+            &["WATCH k"],
+            &["FLUSHDB", "DEBUG SET-ACTIVE-EXPIRE 1"],
+            false,
+        ),
+        // Redis 7.0: DEBUG RELOAD empties every database first: a WATCH on a key aborts.
+        ("debug reload", &["SET k v"], &["WATCH k"], &["DEBUG RELOAD"], true),
+        ("debug reload, key missing", &[], &["WATCH k"], &["DEBUG RELOAD"], false),
+    ]);
+}
+
+/// LMOVE and BLMOVE with the same source and destination rotate the list in place: a
+/// one-element list keeps its TTL.
+#[test]
+fn lmove_within_one_list_keeps_its_ttl() {
+    let mut d = DiffPair::start();
+    script(
+        &mut d,
+        "lmove rotate",
+        0,
+        &[
+            "RPUSH l a",
+            "EXPIRE l 100",
+            "LMOVE l l LEFT RIGHT",
+            "%2 TTL l",
+            "RPUSH m a b",
+            "EXPIRE m 100",
+            "BLMOVE m m LEFT RIGHT 0",
+            "LRANGE m 0 -1",
+            "%2 TTL m",
+            "RPOPLPUSH m m",
+            "%2 TTL m",
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------------------

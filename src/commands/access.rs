@@ -49,6 +49,7 @@ pub fn modify_or_create<T, R>(
         None => {
             let lru = crate::db::lru_clock(now);
             ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), create(), None, lru);
+            ctx.signal_created(key);
             // Not looked up again (a lookup counts an access: a new key's LFU counter
             // starts at Redis's 5, not 6).
             ctx.ks.db(db).position(key).ok_or(CmdError::NoSuchKey)?

@@ -67,6 +67,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         RdbError::BadFormat => CmdError::other("ERR Bad data format"),
     })?;
     let existed = replace && ctx.ks.db_mut(db).remove(key).is_some();
+    // One change either way (Redis counts RESTORE REPLACE once).
     if existed {
         ctx.signal_modified(key);
         ctx.dirty(1);
@@ -94,7 +95,10 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     ctx.ks.db_mut(db).insert_entry(key.clone(), entry);
     ctx.signal_modified(key);
-    ctx.dirty(1);
+    ctx.signal_created(key);
+    if !existed {
+        ctx.dirty(1);
+    }
     // Logged with the TTL made absolute (a replay at any later time sets the same expiry).
     let at = arg(&expire_at.unwrap_or(0).to_string());
     ctx.log_as_one(vec![arg("RESTORE"), key.clone(), at, args[3].clone(), arg("REPLACE"), arg("ABSTTL")]);

@@ -55,9 +55,9 @@ pub struct Effects {
     pub listened: bool,
     /// Keys changed, in order, with their database.
     pub modified: Vec<(usize, Bytes)>,
-    /// Watched keys that FLUSHDB, FLUSHALL or SWAPDB touched (WATCH only: tracking is told by
-    /// `flushed`, blocked clients by `rescan`).
-    pub wiped: Vec<(usize, Bytes)>,
+    /// Keys created (Redis's `dbAdd`): clients blocked on them may be served. An
+    /// overwrite does not make a key ready, as in Redis 7.0.
+    pub created: Vec<(usize, Bytes)>,
     /// FLUSHDB/FLUSHALL: every tracking client drops everything.
     pub flushed: bool,
     /// Databases whose contents were replaced (SWAPDB): their blocked clients may be served.
@@ -73,7 +73,7 @@ impl Default for Effects {
         Effects {
             listened: true,
             modified: Vec::new(),
-            wiped: Vec::new(),
+            created: Vec::new(),
             flushed: false,
             rescan: Vec::new(),
             logged: Logged::AsSent,
@@ -85,7 +85,7 @@ impl Default for Effects {
 impl Effects {
     /// Whether some key or database was signalled.
     pub fn any_signal(&self) -> bool {
-        !self.modified.is_empty() || !self.wiped.is_empty() || self.flushed || !self.rescan.is_empty()
+        !self.modified.is_empty() || !self.created.is_empty() || self.flushed || !self.rescan.is_empty()
     }
 }
 
@@ -109,6 +109,20 @@ impl Ctx<'_> {
         self.effects.next = next;
     }
 
+    /// `key` of the client's database was created (Redis's `dbAdd`): clients blocked on it
+    /// may be served once the command is over.
+    pub fn signal_created(&mut self, key: &[u8]) {
+        let db = self.client.db;
+        self.signal_created_db(db, key);
+    }
+
+    /// [`Ctx::signal_created`] for a key of another database (MOVE, COPY DB).
+    pub fn signal_created_db(&mut self, db: usize, key: &[u8]) {
+        if self.effects.listened {
+            self.effects.created.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
     /// The call is logged as `records` instead of its argv (none: logged as nothing).
     pub fn log_as(&mut self, records: Vec<Vec<Bytes>>) {
         self.effects.logged = Logged::As(records);
@@ -119,21 +133,30 @@ impl Ctx<'_> {
         self.effects.logged = Logged::As(vec![argv]);
     }
 
-    /// Replaces `key` with `value` (Redis's `setKey` for the STORE commands): the TTL goes,
-    /// under an LFU policy the old counter stays, `new` is raised for a key that did not
-    /// exist (an expired one is deleted first), and the key is signalled.
+    /// Writes `value` under `key` with `expire_at` (Redis's `dbAdd`/`dbOverwrite`): a new key
+    /// gets a fresh access time and raises `new`, an overwritten one keeps its LFU counter
+    /// under an LFU policy; the key is signalled. The caller has looked the key up for
+    /// writing (expiring it if due). Whether the key was created.
+    pub fn write_value(&mut self, key: &[u8], value: crate::db::Value, expire_at: Option<i64>) -> bool {
+        let db = self.client.db;
+        let lru = crate::db::lru_clock(self.now_ms);
+        let keep_lru = self.server.settings.lfu_policy;
+        let created = self.ks.db_mut(db).upsert(key, value, expire_at, lru, keep_lru);
+        if created {
+            self.notify(crate::notify::NEW, "new", key);
+            self.signal_created(key);
+        }
+        self.signal_modified(key);
+        created
+    }
+
+    /// Replaces `key` with `value` (Redis's `setKey` for the STORE commands): looked up for
+    /// writing first (an expired key is deleted, a live one's access counted), then written
+    /// without a TTL by [`Ctx::write_value`].
     pub fn set_key(&mut self, key: &[u8], value: crate::db::Value) {
         let (db, now) = (self.client.db, self.now_ms);
-        let mut lru = crate::db::lru_clock(now);
-        let old_lru = self.ks.get_mut(db, key, now).map(|e| e.lru);
-        if self.server.settings.lfu_policy {
-            lru = old_lru.unwrap_or(lru);
-        }
-        if old_lru.is_none() {
-            self.notify(crate::notify::NEW, "new", key);
-        }
-        self.ks.db_mut(db).insert(Bytes::copy_from_slice(key), value, None, lru);
-        self.signal_modified(key);
+        self.ks.write_position(db, key, now);
+        self.write_value(key, value, None);
     }
 
     /// Deletes `key` if it exists (Redis's `dbDelete` with its signal and `del` event, as a
@@ -149,20 +172,66 @@ impl Ctx<'_> {
         true
     }
 
-    /// Watched keys of database `db` that exist now (Redis's `touchAllWatchedKeysInDb`,
-    /// before FLUSHDB/FLUSHALL empties it; for SWAPDB, a key on either side of the swap).
-    pub fn touch_all_watched_in(&mut self, db: usize, other: Option<usize>) {
-        if self.server.watchers.is_empty() {
-            return;
-        }
-        let now = self.now_ms;
-        let live = |ks: &crate::db::Keyspace, d: usize, key: &Bytes| {
-            d < ks.dbs.len() && ks.db(d).peek(key).is_some_and(|e| e.expire_at().is_none_or(|at| at > now))
-        };
-        for (wdb, key) in self.server.watchers.keys() {
-            if *wdb == db && (live(self.ks, db, key) || other.is_some_and(|o| live(self.ks, o, key))) {
-                self.effects.wiped.push((*wdb, key.clone()));
+    /// FLUSHDB, FLUSHALL and SWAPDB change every key of database `db` (for SWAPDB its
+    /// contents become `replaced_with`'s): the watchers of the keys present on either side
+    /// fail, at the point of change (Redis's `touchAllWatchedKeysInDb`).
+    pub fn touch_all_watched_in(&mut self, db: usize, replaced_with: Option<usize>) {
+        touch_all_watched(self.ks, self.server, Some(&mut *self.client), db, replaced_with, self.now_ms);
+    }
+}
+
+/// Redis 7.0's `touchAllWatchedKeysInDb`: a watched key present (expired or not) in `emptied`
+/// or in `replaced_with` marks its watchers dirty, except that a key already expired at WATCH
+/// and now gone (or still expired) changed nothing, and a missing key replaced by an expired
+/// one becomes such a key. `current`: the running client, out of the client table.
+pub fn touch_all_watched(
+    ks: &crate::db::Keyspace,
+    server: &mut crate::state::ServerState,
+    mut current: Option<&mut crate::state::Client>,
+    emptied: usize,
+    replaced_with: Option<usize>,
+    now_ms: i64,
+) {
+    if server.watchers.is_empty() {
+        return;
+    }
+    let present = |d: usize, key: &Bytes| d < ks.dbs.len() && ks.db(d).peek(key).is_some();
+    let expired = |d: usize, key: &Bytes| ks.db(d).peek(key).and_then(|e| e.expire_at()).is_some_and(|at| at <= now_ms);
+    let touched: Vec<((usize, Bytes), Vec<crate::state::ClientId>)> = server
+        .watchers
+        .iter()
+        .filter(|((wdb, key), _)| *wdb == emptied && (present(emptied, key) || replaced_with.is_some_and(|r| present(r, key))))
+        .map(|(slot, ids)| (slot.clone(), ids.clone()))
+        .collect();
+    for ((db, key), ids) in touched {
+        let in_emptied = present(emptied, &key);
+        let in_replacement = replaced_with.is_some_and(|r| present(r, &key));
+        let replacement_expired = replaced_with.is_some_and(|r| in_replacement && expired(r, &key));
+        for id in ids {
+            let client = match current.as_deref_mut() {
+                Some(c) if c.id == id => Some(c),
+                _ => server.clients.get_mut(&id).map(|c| &mut **c),
+            };
+            let Some(c) = client else { continue };
+            let slot = (db, key.clone());
+            let flagged = c.txn.watched_expired.iter().position(|w| *w == slot);
+            match flagged {
+                // Expired at WATCH and now deleted: no logical change; the flag goes.
+                Some(pos) if !in_replacement => {
+                    c.txn.watched_expired.swap_remove(pos);
+                    continue;
+                }
+                // Expired at WATCH and still expired.
+                Some(_) if replacement_expired => continue,
+                Some(_) => {}
+                // A missing key replaced by an expired one.
+                None if !in_emptied && replacement_expired => {
+                    c.txn.watched_expired.push(slot);
+                    continue;
+                }
+                None => {}
             }
+            c.txn.cas_dirty = true;
         }
     }
 }

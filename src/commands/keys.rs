@@ -360,6 +360,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, 
     }
     ctx.signal_modified(src);
     ctx.signal_modified(dst);
+    ctx.signal_created(dst);
     ctx.dirty(1);
     // Redis's dbAdd of the destination, then the pair of rename events.
     ctx.notify(notify::NEW, "new", dst);
@@ -400,6 +401,7 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     ctx.signal_modified_db(src, key);
     ctx.signal_modified_db(dst, key);
+    ctx.signal_created_db(dst, key);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", key, dst);
     ctx.notify_db(notify::GENERIC, "move_from", key, src);
@@ -442,6 +444,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     // The copy is a new object: fresh access data.
     ctx.ks.db_mut(dst_db).insert_entry(dst.clone(), Entry::new(value, expire_at, now));
     ctx.signal_modified_db(dst_db, dst);
+    ctx.signal_created_db(dst_db, dst);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", dst, dst_db);
     ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
@@ -498,15 +501,18 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let a = parse_i32(&args[1]).ok_or_else(|| CmdError::other("ERR invalid first DB index"))?;
     let b = parse_i32(&args[2]).ok_or_else(|| CmdError::other("ERR invalid second DB index"))?;
     let (a, b) = (a as usize, b as usize);
-    if !ctx.ks.swap_dbs(a, b) {
+    let dbs = ctx.ks.dbs.len();
+    if a >= dbs || b >= dbs {
         return Err(CmdError::DbIndexOutOfRange);
     }
-    // Swapping a database with itself changes nothing (Redis returns early).
+    // Swapping a database with itself changes nothing (Redis returns early). The watched
+    // keys are touched before the swap, as Redis does.
     if a != b {
         ctx.touch_all_watched_in(a, Some(b));
         ctx.touch_all_watched_in(b, Some(a));
         ctx.effects.rescan.extend([a, b]);
     }
+    ctx.ks.swap_dbs(a, b);
     ctx.dirty(1);
     Ok(Reply::OK)
 }

@@ -464,13 +464,26 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
         Some(e) if !matches!(e.value, Value::List(_)) => return Err(CmdError::WrongType),
         found => found.is_none(),
     };
-    let Some(item) = modify(ctx, src, pick_mut, is_empty, |l| pop(l, from))?.flatten() else {
+    let item = if src == dst {
+        // Rotated in place: the list (one element or more) keeps its TTL, as in Redis.
+        modify(ctx, src, pick_mut, is_empty, |l| {
+            let item = pop(l, from)?;
+            push(l, to, item.clone());
+            Some(item)
+        })?
+        .flatten()
+    } else {
+        modify(ctx, src, pick_mut, is_empty, |l| pop(l, from))?.flatten()
+    };
+    let Some(item) = item else {
         return Ok(Reply::Nil);
     };
-    let stored = item.clone();
-    // Redis pushes first (creating the destination), then reports the pop and the deletion.
-    notify_new(ctx, dst, dst_absent);
-    modify_or_create(ctx, dst, pick_mut, is_empty, new_list, |l| push(l, to, stored))?;
+    if src != dst {
+        let stored = item.clone();
+        // Redis pushes first (creating the destination), then reports the pop and the deletion.
+        notify_new(ctx, dst, dst_absent);
+        modify_or_create(ctx, dst, pick_mut, is_empty, new_list, |l| push(l, to, stored))?;
+    }
     ctx.signal_modified(dst);
     ctx.signal_modified(src);
     ctx.dirty(1);
@@ -524,7 +537,9 @@ fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<
     }
     let count = if count == -1 { 1 } else { count as u64 };
     let keys = &args[first + 1..where_idx];
-    for key in keys {
+    // A woken client is served from the key that became ready only.
+    let serving = ctx.client.serving.clone();
+    for key in keys.iter().filter(|k| serving.as_ref().is_none_or(|s| s == *k)) {
         let (db, now) = (ctx.db(), ctx.now_ms);
         match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
             None => continue,
@@ -566,7 +581,9 @@ fn block(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<i64>) -> Reply {
 fn blocking_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Result<Reply, CmdError> {
     let deadline = parse_block_timeout(&args[args.len() - 1], ctx.now_ms)?;
     let keys = &args[1..args.len() - 1];
-    for key in keys {
+    // A woken client is served from the key that became ready only.
+    let serving = ctx.client.serving.clone();
+    for key in keys.iter().filter(|k| serving.as_ref().is_none_or(|s| s == *k)) {
         let (db, now) = (ctx.db(), ctx.now_ms);
         match ctx.ks.get_mut(db, key, now).map(|e| matches!(e.value, Value::List(_))) {
             None => continue,

@@ -42,7 +42,7 @@ pub use crate::spec::{
     Flag, Group, Resolved, Trait, COMMANDS, COMMAND_IDS,
 };
 pub use crate::state::{BlockKind, BlockRequest};
-pub use effects::{Effects, Logged, Next};
+pub use effects::{touch_all_watched, Effects, Logged, Next};
 pub use error::CmdError;
 
 use bytes::Bytes;

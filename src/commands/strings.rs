@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::effects::arg;
 use super::{arg_i64, CmdError, Ctx};
 use crate::config::P;
-use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::db::{StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::util::opt_is;
@@ -41,17 +41,10 @@ fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
     Ok(lookup_str(ctx, key, false)?.map_or(Reply::Nil, |s| Reply::bulk(&s.data)))
 }
 
-/// Stores a fresh string value (copying key and value out of the request), as Redis's
-/// `setKey`/`dbAdd` do: a new object's access time is now, but under an LFU policy an
-/// overwritten key keeps its counter (`dbOverwrite`).
+/// Stores a fresh string value (copying key and value out of the request) through the
+/// keyspace write API, which signals the key.
 fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
-    let db = ctx.db();
-    let lru = lru_clock(ctx.now_ms);
-    let keep_lru = ctx.server.settings.lfu_policy;
-    let created = ctx.ks.db_mut(db).upsert(key, Value::Str(StrValue { data, enc }), expire_at, lru, keep_lru);
-    if created {
-        ctx.notify(notify::NEW, "new", key);
-    }
+    ctx.write_value(key, Value::Str(StrValue { data, enc }), expire_at);
 }
 
 /// proto-max-bulk-len, which the log loader and a primary's stream are not held to (Redis's
@@ -157,7 +150,6 @@ fn set_generic(
     };
     // A time already past is stored as is: the key then expires on its next access, as in Redis.
     store(ctx, key, val.to_vec(), StrEncoding::Auto, expire_at);
-    ctx.signal_modified(key);
     ctx.dirty(1);
     // EX, PX and EXAT are logged as the absolute PXAT they come to (GET, NX and XX, decided
     // already, are dropped).
@@ -214,7 +206,6 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
     store(ctx, &args[1], args[2].to_vec(), StrEncoding::Auto, None);
-    ctx.signal_modified(&args[1]);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", &args[1]);
     Ok(got)
@@ -312,7 +303,6 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, Cm
     }
     for pair in args[1..].chunks(2) {
         store(ctx, &pair[0], pair[1].to_vec(), StrEncoding::Auto, None);
-        ctx.signal_modified(&pair[0]);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }
     ctx.dirty((args.len() as u64 - 1) / 2);

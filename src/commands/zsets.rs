@@ -850,7 +850,9 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// (a flat `[key, member, score]` reply), `Some` for BZMPOP (`[key, [[member, score]...]]`).
 fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>, deadline_ms: Option<i64>) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    for key in keys {
+    // A woken client is served from the key that became ready only.
+    let serving = ctx.client.serving.clone();
+    for key in keys.iter().filter(|k| serving.as_ref().is_none_or(|s| s == *k)) {
         match ctx.ks.get_mut(db, key, now) {
             None => continue,
             Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),

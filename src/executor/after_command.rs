@@ -27,8 +27,9 @@ impl Executor {
     }
 
     /// What a command's handler signalled (`commands::Effects`): modified keys abort their
-    /// watchers' transactions, tell trackers and may wake blocked clients; FLUSHDB/FLUSHALL
-    /// drop every tracked key; SWAPDB makes the waited-on keys of both databases ready.
+    /// watchers' transactions and tell trackers, created keys may wake blocked clients;
+    /// FLUSHDB/FLUSHALL drop every tracked key; SWAPDB makes the waited-on keys of both
+    /// databases ready (FLUSH and SWAPDB touched their watched keys themselves).
     pub(super) fn apply_signals(&mut self, client: &mut Client, effects: &Effects) {
         if self.server.tracking.clients > 0 {
             if effects.flushed {
@@ -45,19 +46,23 @@ impl Executor {
                 self.invalidate_keys(Some(client), true, &keys);
             }
         }
-        for (db, key) in effects.modified.iter().chain(&effects.wiped) {
-            if !self.server.watchers.is_empty() {
+        if !self.server.watchers.is_empty() {
+            for (db, key) in &effects.modified {
                 self.touch_watched(Some(client), *db, key);
             }
         }
         if !self.waiters.by_key.is_empty() {
-            for (db, key) in &effects.modified {
+            // Redis makes a key ready when it is created (`dbAdd`), and SWAPDB every waited
+            // key present in either database; the type is checked when serving.
+            for (db, key) in &effects.created {
                 self.signal_key(*db, key.clone());
             }
             for db in &effects.rescan {
                 let waited: Vec<Bytes> = self.waiters.by_key.keys().filter(|(d, _)| d == db).map(|(_, k)| k.clone()).collect();
                 for key in waited {
-                    if self.ks.exists(*db, &key, self.now_ms) {
+                    // Present, expired or not: nothing is deleted (and logged) here, before
+                    // the SWAPDB's own record; serving expires it if due.
+                    if self.ks.db(*db).peek(&key).is_some() {
                         self.signal_key(*db, key);
                     }
                 }

@@ -137,7 +137,9 @@ impl Executor {
                     continue;
                 };
                 client.db = blocked.db;
+                client.serving = Some(slot.1.clone());
                 let reply = self.execute(&mut client, &blocked.cmds[blocked.index]);
+                client.serving = None;
                 if client.block_request.take().is_some() {
                     // Nothing it can take after all: it keeps its place.
                     client.blocked = Some(blocked);
