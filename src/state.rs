@@ -445,8 +445,6 @@ pub struct ServerState {
     pub monitors: Vec<ClientId>,
     /// Pub/Sub listeners per channel, pattern and shard channel.
     pub pubsub: PubSubRegistry,
-    /// Clients whose output received pushes (PUBLISH) during the current command.
-    pub pushed: Vec<ClientId>,
     /// Who WATCHes each (db, key).
     pub watchers: HashMap<(usize, Bytes), Vec<ClientId>>,
     pub rng_state: u64,
@@ -456,8 +454,6 @@ pub struct ServerState {
     pub tracking: crate::tracking::TrackingTable,
     /// LATENCY's samples (`latency-monitor-threshold`).
     pub latency: crate::latency::LatencyMonitor,
-    /// Events raised by the running command, published by the executor after it.
-    pub notifications: Vec<crate::notify::Notification>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
     pub active_expire_enabled: bool,
     /// The Lua engine (taken out by the executor while a script runs).
@@ -570,12 +566,10 @@ impl ServerState {
             pause: None,
             monitors: Vec::new(),
             pubsub: PubSubRegistry::default(),
-            pushed: Vec::new(),
             rng_state: seed | 1,
             acl: crate::acl::Acl::default(),
             latency: crate::latency::LatencyMonitor::default(),
             tracking: crate::tracking::TrackingTable::default(),
-            notifications: Vec::new(),
             active_expire_enabled: true,
             scripts: Some(Box::new(scripts)),
             script_watch,

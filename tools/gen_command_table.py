@@ -151,6 +151,12 @@ TRAITS = {
     "script-random": "ScriptRandom",
     "script-deterministic": "ScriptDeterministic",
     "publishes": "Publishes",
+    "script-body": "ScriptBody",
+    "script-sha": "ScriptSha",
+    "script-function": "ScriptFunction",
+    "no-key-tracking": "NoKeyTracking",
+    "empties-databases": "EmptiesDatabases",
+    "other-database": "OtherDatabase",
 }
 
 

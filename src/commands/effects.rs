@@ -35,11 +35,11 @@ pub enum Next {
     RunScript(super::scripting::ScriptCall),
     /// Park the client (a blocking command with nothing to serve yet); where it may not
     /// block (EXEC, a script) the command answers its timeout reply at once.
-    Block(crate::state::BlockRequest),
+    Block(Box<crate::state::BlockRequest>),
     /// EXEC: run the queued commands.
     Exec,
     /// REPLICAOF, PSYNC, SYNC: the replication side answers.
-    Replication(crate::replication::ReplRequest),
+    Replication(Box<crate::replication::ReplRequest>),
     /// BGREWRITEAOF, SAVE, DEBUG RELOAD...: runs once the top-level command's records are
     /// committed.
     Persist(crate::state::PersistRequest),
@@ -47,13 +47,20 @@ pub enum Next {
     Shutdown(crate::state::ShutdownRequest),
 }
 
-/// One call's effects (a value of the call, not server state).
-#[derive(Debug)]
-pub struct Effects {
-    /// Whether anyone can hear of modified keys (a watcher, a tracking client, a blocked
-    /// client): when nobody can, signalling costs nothing (the common case).
-    pub listened: bool,
-    /// Keys changed, in order, with their database.
+/// A change to the script cache the log must record so that every EVALSHA it holds finds its
+/// body on replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptCacheChange {
+    /// SCRIPT LOAD of the script with this SHA1 (logged if the log's epoch lacks it).
+    Loaded(String),
+    /// SCRIPT FLUSH.
+    Flushed,
+}
+
+/// The keys and databases a call changed, for WATCH, tracking and blocked clients.
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Keys changed, in order, with their database (Redis's `signalModifiedKey`).
     pub modified: Vec<(usize, Bytes)>,
     /// Keys created (Redis's `dbAdd`): clients blocked on them may be served. An
     /// overwrite does not make a key ready, as in Redis 7.0.
@@ -62,8 +69,40 @@ pub struct Effects {
     pub flushed: bool,
     /// Databases whose contents were replaced (SWAPDB): their blocked clients may be served.
     pub rescan: Vec<usize>,
+}
+
+impl Signals {
+    /// Whether some key or database was signalled.
+    pub fn any(&self) -> bool {
+        !self.modified.is_empty() || !self.created.is_empty() || self.flushed || !self.rescan.is_empty()
+    }
+
+    /// Empties the lists, keeping their allocations for the next call.
+    pub fn clear(&mut self) {
+        self.modified.clear();
+        self.created.clear();
+        self.flushed = false;
+        self.rescan.clear();
+    }
+}
+
+/// One call's effects: what the handler states besides its reply. The executor lends one
+/// buffer to every call (`Ctx::effects`) and takes the call's effects out of it as soon as
+/// the handler returns, so a call costs no allocation of its own for them.
+#[derive(Debug)]
+pub struct Effects {
+    /// Whether anyone can hear of modified keys (a watcher, a tracking client, a blocked
+    /// client): when nobody can, signalling costs nothing (the common case).
+    pub listened: bool,
+    pub signals: Signals,
+    /// Keyspace events raised, published after the command (Redis's notifyKeyspaceEvent).
+    pub notifications: Vec<crate::notify::Notification>,
+    /// Clients whose output got a PUBLISH of this call (released with the batch).
+    pub pushed: Vec<crate::state::ClientId>,
     /// How the call is logged, when it changed data.
     pub logged: Logged,
+    /// SCRIPT LOAD and SCRIPT FLUSH: logged though they change no data.
+    pub script_cache: Option<ScriptCacheChange>,
     /// What comes after the reply.
     pub next: Next,
 }
@@ -72,20 +111,13 @@ impl Default for Effects {
     fn default() -> Self {
         Effects {
             listened: true,
-            modified: Vec::new(),
-            created: Vec::new(),
-            flushed: false,
-            rescan: Vec::new(),
+            signals: Signals::default(),
+            notifications: Vec::new(),
+            pushed: Vec::new(),
             logged: Logged::AsSent,
+            script_cache: None,
             next: Next::Reply,
         }
-    }
-}
-
-impl Effects {
-    /// Whether some key or database was signalled.
-    pub fn any_signal(&self) -> bool {
-        !self.modified.is_empty() || !self.created.is_empty() || self.flushed || !self.rescan.is_empty()
     }
 }
 
@@ -100,7 +132,7 @@ impl Ctx<'_> {
     /// [`Ctx::signal_modified`] for a key of another database (MOVE, COPY DB).
     pub fn signal_modified_db(&mut self, db: usize, key: &[u8]) {
         if self.effects.listened {
-            self.effects.modified.push((db, Bytes::copy_from_slice(key)));
+            self.effects.signals.modified.push((db, Bytes::copy_from_slice(key)));
         }
     }
 
@@ -119,7 +151,7 @@ impl Ctx<'_> {
     /// [`Ctx::signal_created`] for a key of another database (MOVE, COPY DB).
     pub fn signal_created_db(&mut self, db: usize, key: &[u8]) {
         if self.effects.listened {
-            self.effects.created.push((db, Bytes::copy_from_slice(key)));
+            self.effects.signals.created.push((db, Bytes::copy_from_slice(key)));
         }
     }
 

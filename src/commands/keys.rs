@@ -474,7 +474,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     flush_mode(args)?;
     let db = ctx.db();
     ctx.touch_all_watched_in(db, None);
-    ctx.effects.flushed = true;
+    ctx.effects.signals.flushed = true;
     let n = ctx.ks.db_mut(db).clear();
     ctx.dirty(n as u64);
     Ok(Reply::OK)
@@ -488,7 +488,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     for db in 0..ctx.ks.dbs.len() {
         ctx.touch_all_watched_in(db, None);
     }
-    ctx.effects.flushed = true;
+    ctx.effects.signals.flushed = true;
     let n = ctx.ks.flush_all();
     ctx.dirty(n as u64 + 1);
     Ok(Reply::OK)
@@ -510,7 +510,7 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if a != b {
         ctx.touch_all_watched_in(a, Some(b));
         ctx.touch_all_watched_in(b, Some(a));
-        ctx.effects.rescan.extend([a, b]);
+        ctx.effects.signals.rescan.extend([a, b]);
     }
     ctx.ks.swap_dbs(a, b);
     ctx.dirty(1);

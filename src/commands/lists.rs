@@ -568,12 +568,12 @@ fn mpop(ctx: &mut Ctx<'_>, args: &[Bytes], first: usize, timeout: Option<Option<
 /// Asks the executor to park the client on `keys`; every blocking list command times out
 /// with a null array, as in Redis.
 fn block(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<i64>) -> Reply {
-    ctx.then(super::Next::Block(BlockRequest {
+    ctx.then(super::Next::Block(Box::new(BlockRequest {
         kind: super::BlockKind::List,
         keys: keys.to_vec(),
         deadline_ms,
         timeout_reply: Reply::NilArray,
-    }));
+    })));
     Reply::NoReply
 }
 

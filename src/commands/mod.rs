@@ -42,7 +42,7 @@ pub use crate::spec::{
     Flag, Group, Resolved, Trait, COMMANDS, COMMAND_IDS,
 };
 pub use crate::state::{BlockKind, BlockRequest};
-pub use effects::{touch_all_watched, Effects, Logged, Next};
+pub use effects::{touch_all_watched, Effects, Logged, Next, ScriptCacheChange, Signals};
 pub use error::CmdError;
 
 use bytes::Bytes;
@@ -59,12 +59,18 @@ pub struct Ctx<'a> {
     /// The command's time in ms since the epoch (frozen for the whole command).
     pub now_ms: i64,
     /// What the call changed, stated where it changed (see `effects.rs`).
-    pub effects: Effects,
+    pub effects: &'a mut Effects,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(ks: &'a mut Keyspace, client: &'a mut Client, server: &'a mut ServerState, now_ms: i64) -> Ctx<'a> {
-        Ctx { ks, client, server, now_ms, effects: Effects::default() }
+    pub fn new(
+        ks: &'a mut Keyspace,
+        client: &'a mut Client,
+        server: &'a mut ServerState,
+        now_ms: i64,
+        effects: &'a mut Effects,
+    ) -> Ctx<'a> {
+        Ctx { ks, client, server, now_ms, effects }
     }
 }
 
@@ -109,7 +115,7 @@ impl Ctx<'_> {
         if !self.wants_notification(class) {
             return;
         }
-        self.server.notifications.push(crate::notify::Notification { class, event, db, key: Bytes::copy_from_slice(key) });
+        self.effects.notifications.push(crate::notify::Notification { class, event, db, key: Bytes::copy_from_slice(key) });
     }
 }
 

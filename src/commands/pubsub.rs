@@ -216,13 +216,21 @@ fn deliver_all(
 
 /// PUBLISH for any caller: returns the number of receivers.
 pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
-    publish_raw(ctx.server, Some(&mut *ctx.client), channel, message, shard)
+    publish_raw(ctx.server, Some(&mut *ctx.client), channel, message, shard, &mut ctx.effects.pushed)
 }
 
-/// PUBLISH where there may be no running client (the cron's expiry events).
-pub fn publish_raw(server: &mut ServerState, mut current: Option<&mut Client>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
+/// PUBLISH where there may be no running client (the cron's expiry events). The receivers
+/// whose output got the message are listed in `pushed` (for release).
+pub fn publish_raw(
+    server: &mut ServerState,
+    mut current: Option<&mut Client>,
+    channel: &Bytes,
+    message: &Bytes,
+    shard: bool,
+    pushed: &mut Vec<ClientId>,
+) -> i64 {
     let mut receivers = 0;
-    let ServerState { pubsub, clients, pushed, .. } = server;
+    let ServerState { pubsub, clients, .. } = server;
     let (map, verb): (_, &[u8]) = if shard { (&pubsub.shard_channels, b"smessage") } else { (&pubsub.channels, b"message") };
     if let Some(ids) = map.get(channel) {
         let parts = [verb, &channel[..], &message[..]];
@@ -318,17 +326,22 @@ pub fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 
 /// Publishes the pending keyspace events: `__keyspace@<db>__:<key>` carries the event name,
 /// `__keyevent@<db>__:<event>` the key (per the K and E flags).
-pub fn publish_notifications(server: &mut ServerState, mut current: Option<&mut Client>) {
+pub fn publish_notifications(
+    server: &mut ServerState,
+    mut current: Option<&mut Client>,
+    notifications: Vec<crate::notify::Notification>,
+    pushed: &mut Vec<ClientId>,
+) {
     let flags = server.settings.notify_flags;
-    for n in std::mem::take(&mut server.notifications) {
+    for n in notifications {
         if flags & crate::notify::KEYSPACE != 0 {
             let mut channel = format!("__keyspace@{}__:", n.db).into_bytes();
             channel.extend_from_slice(&n.key);
-            publish_raw(server, current.as_deref_mut(), &Bytes::from(channel), &Bytes::from_static(n.event.as_bytes()), false);
+            publish_raw(server, current.as_deref_mut(), &Bytes::from(channel), &Bytes::from_static(n.event.as_bytes()), false, pushed);
         }
         if flags & crate::notify::KEYEVENT != 0 {
             let channel = Bytes::from(format!("__keyevent@{}__:{}", n.db, n.event));
-            publish_raw(server, current.as_deref_mut(), &channel, &n.key, false);
+            publish_raw(server, current.as_deref_mut(), &channel, &n.key, false, pushed);
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::util::eq_ignore_case;
 /// ```
 pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if eq_ignore_case(&args[1], "no") && eq_ignore_case(&args[2], "one") {
-        ctx.then(Next::Replication(ReplRequest::ReplicaOf(None)));
+        ctx.then(Next::Replication(Box::new(ReplRequest::ReplicaOf(None))));
         return Ok(Reply::OK);
     }
     let port = match crate::util::parse_i64(&args[2]) {
@@ -26,7 +26,7 @@ pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         _ => return Err(CmdError::other("ERR Invalid master port")),
     };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
-    ctx.then(Next::Replication(ReplRequest::ReplicaOf(Some((host, port as u16)))));
+    ctx.then(Next::Replication(Box::new(ReplRequest::ReplicaOf(Some((host, port as u16))))));
     Ok(Reply::OK)
 }
 
@@ -78,7 +78,7 @@ pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let offset = arg_i64(&args[2])?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
-    ctx.then(Next::Replication(ReplRequest::Psync { replid, offset, legacy: false }));
+    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid, offset, legacy: false })));
     Ok(Reply::NoReply)
 }
 
@@ -89,7 +89,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
         return Err(CmdError::other(NO_RDB));
     }
-    ctx.then(Next::Replication(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true }));
+    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true })));
     Ok(Reply::NoReply)
 }
 
@@ -160,12 +160,12 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         t => Some(crate::clock::now_ms().checked_add(t).ok_or_else(|| CmdError::other("ERR timeout is out of range"))?),
     };
     ctx.client.wait_target = Some((offset, needed.max(0) as usize));
-    ctx.then(Next::Block(BlockRequest {
+    ctx.then(Next::Block(Box::new(BlockRequest {
         kind: super::BlockKind::NoKey,
         keys: Vec::new(),
         deadline_ms,
         timeout_reply: Reply::Int(count as i64),
-    }));
+    })));
     Ok(Reply::NoReply)
 }
 

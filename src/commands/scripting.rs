@@ -86,7 +86,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
 /// ```
 pub fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let script = engine(ctx)?.load(&args[2]).map_err(|e| CmdError::Other(e.into()))?;
-    Ok(Reply::bulk_string(script.sha.to_string()))
+    let sha = script.sha.to_string();
+    ctx.effects.script_cache = Some(super::ScriptCacheChange::Loaded(sha.clone()));
+    Ok(Reply::bulk_string(sha))
 }
 
 /// ```text
@@ -105,6 +107,7 @@ pub fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
         return Err(CmdError::other("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
     engine(ctx)?.flush().map_err(|e| CmdError::Other(format!("ERR {e}").into()))?;
+    ctx.effects.script_cache = Some(super::ScriptCacheChange::Flushed);
     Ok(Reply::OK)
 }
 

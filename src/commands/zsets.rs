@@ -893,12 +893,12 @@ fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>
         }
         return Ok(reply);
     }
-    ctx.then(super::Next::Block(BlockRequest {
+    ctx.then(super::Next::Block(Box::new(BlockRequest {
         kind: super::BlockKind::ZSet,
         keys: keys.to_vec(),
         deadline_ms,
         timeout_reply: Reply::NilArray,
-    }));
+    })));
     Ok(Reply::NoReply)
 }
 

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::Executor;
-use crate::commands::{self, CommandSpec, Effects, Flag};
+use crate::commands::{self, CommandSpec, Flag, Signals, Trait};
 use crate::config::P;
 use crate::protocol::{encode_reply, ProtocolVersion, Reply};
 use crate::state::{Client, SlowLogEntry};
@@ -30,7 +30,7 @@ impl Executor {
     /// watchers' transactions and tell trackers, created keys may wake blocked clients;
     /// FLUSHDB/FLUSHALL drop every tracked key; SWAPDB makes the waited-on keys of both
     /// databases ready (FLUSH and SWAPDB touched their watched keys themselves).
-    pub(super) fn apply_signals(&mut self, client: &mut Client, effects: &Effects) {
+    pub(super) fn apply_signals(&mut self, client: &mut Client, effects: &Signals) {
         if self.server.tracking.clients > 0 {
             if effects.flushed {
                 self.invalidate_all(client);
@@ -90,13 +90,12 @@ impl Executor {
         }
     }
 
-    /// Publishes the keyspace events of the last command, and of keys that expired or were
-    /// evicted meanwhile.
-    pub(super) fn publish_events(&mut self, client: &mut Client) {
+    /// Publishes the keyspace events of the last command (`own`, its handler's), and of keys
+    /// that expired or were evicted meanwhile.
+    pub(super) fn publish_events(&mut self, client: &mut Client, own: Vec<crate::notify::Notification>) {
         let flags = self.server.settings.notify_flags;
         self.ks.track_misses = flags & crate::notify::KEY_MISS != 0;
         if flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) == 0 {
-            self.server.notifications.clear();
             self.ks.key_misses.clear();
             return;
         }
@@ -119,13 +118,11 @@ impl Executor {
         for (db, key) in std::mem::take(&mut self.ks.key_misses) {
             events.push(crate::notify::Notification { class: crate::notify::KEY_MISS, event: "keymiss", db, key });
         }
-        if events.is_empty() && self.server.notifications.is_empty() {
+        if events.is_empty() && own.is_empty() {
             return;
         }
-        events.append(&mut self.server.notifications);
-        self.server.notifications = events;
-        commands::pubsub::publish_notifications(&mut self.server, Some(client));
-        self.touched.append(&mut self.server.pushed);
+        events.extend(own);
+        commands::pubsub::publish_notifications(&mut self.server, Some(client), events, &mut self.touched);
     }
 
     /// Marks every client watching (db, key), the running one included (`current`: none
@@ -188,7 +185,7 @@ impl Executor {
     /// CLIENT TRACKING (default mode): the keys a read-only command read are remembered for
     /// its client (a script's commands count for the script's caller).
     pub(super) fn remember_tracked_keys(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
-        if !cmd.has(Flag::ReadOnly) || matches!(cmd.name, "eval_ro" | "evalsha_ro") {
+        if !cmd.has(Flag::ReadOnly) || cmd.is(Trait::NoKeyTracking) {
             return;
         }
         if !client.tracking.as_ref().is_some_and(|m| m.remembers()) {

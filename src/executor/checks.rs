@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::Executor;
-use crate::commands::{self, CommandSpec, Ctx, Flag};
+use crate::commands::{self, CommandSpec, Ctx, Flag, Trait};
 use crate::config::P;
 use crate::db::Keyspace;
 use crate::protocol::Reply;
@@ -17,11 +17,14 @@ impl Executor {
     /// may-replicate, deny-oom and stale flags. `None` for a script without flags.
     pub(super) fn declared_flags(&self, cmd: &CommandSpec, args: &[Bytes]) -> Option<crate::scripting::ScriptFlags> {
         let engine = self.server.scripts.as_deref()?;
-        let flags = match cmd.name {
-            "eval" | "eval_ro" => crate::scripting::ScriptFlags::parse(&args[1]).ok()?,
-            "evalsha" | "evalsha_ro" => engine.get(&args[1])?.flags,
-            "fcall" | "fcall_ro" => engine.functions.get(&args[1])?.flags,
-            _ => return None,
+        let flags = if cmd.is(Trait::ScriptBody) {
+            crate::scripting::ScriptFlags::parse(&args[1]).ok()?
+        } else if cmd.is(Trait::ScriptSha) {
+            engine.get(&args[1])?.flags
+        } else if cmd.is(Trait::ScriptFunction) {
+            engine.functions.get(&args[1])?.flags
+        } else {
+            return None;
         };
         (!flags.compat).then_some(flags)
     }
@@ -70,7 +73,8 @@ impl Executor {
         if cmd.name != "exec" {
             return Self::reject(client, reply);
         }
-        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
+        let mut scratch = commands::Effects::default();
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms, &mut scratch);
         commands::transactions::discard_transaction(&mut ctx);
         let Reply::Error(text) = reply else { return reply };
         let why = text.strip_prefix("ERR ").unwrap_or(&text);
@@ -133,7 +137,8 @@ impl Executor {
             crate::acl::Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
         };
         let username = client.user.clone();
-        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
+        let mut scratch = commands::Effects::default();
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms, &mut scratch);
         commands::connection::log_denial(&mut ctx, reason, context, object, username);
         Err(Reply::Error(text.into()))
     }

@@ -80,11 +80,8 @@ impl Executor {
                     .filter(|_| flags & crate::notify::EVICTED != 0)
                     .map(|(db, key)| (crate::notify::EVICTED, "evicted", *db, key.clone())),
             );
-            for (class, event, db, key) in events {
-                self.server.notifications.push(crate::notify::Notification { class, event, db, key });
-            }
-            commands::pubsub::publish_notifications(&mut self.server, None);
-            self.touched.append(&mut self.server.pushed);
+            let events = events.map(|(class, event, db, key)| crate::notify::Notification { class, event, db, key }).collect();
+            commands::pubsub::publish_notifications(&mut self.server, None, events, &mut self.touched);
             self.release_replies();
         }
         for (db, key) in expired {

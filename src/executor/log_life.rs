@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::aof::{snapshot, Aof, AofDir, Fsync};
-use crate::commands::CommandSpec;
+use crate::commands::{CommandSpec, Trait};
 use crate::config::P;
 use crate::log;
 use crate::protocol::Reply;
@@ -355,20 +355,15 @@ impl Executor {
 const NO_LOG_TO_SAVE: &str = "ERR the append only file is off: Vermilion snapshots by compacting its log (CONFIG SET appendonly yes first)";
 
 /// The argument positions of the keys a write command may change, or None when they are
-/// not known before it runs (the caller then serializes everything first).
+/// not known before it runs (the caller then serializes everything first): from the key
+/// specs, except for the commands whose traits say they empty databases (nothing to capture
+/// key by key) or write another database than the client's.
 fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
-    let numkeys_at = |at: usize| -> Option<Vec<usize>> {
-        let n = args.get(at).and_then(|n| crate::util::parse_i64(n))?.max(0) as usize;
-        Some((at + 1..(at + 1 + n).min(args.len())).collect())
-    };
-    match cmd.name {
-        "lmpop" | "zmpop" => numkeys_at(1),
-        "blmpop" | "bzmpop" => numkeys_at(2),
-        // Destinations outside the legacy key positions, or a whole database.
-        "sort" | "georadius" | "georadiusbymember" | "swapdb" => None,
-        "copy" if args.len() > 3 => None,
-        "flushall" | "flushdb" => Some(Vec::new()),
-        _ if cmd.first_key <= 0 => None,
-        _ => Some(cmd.key_positions(args.len())),
+    if cmd.is(Trait::EmptiesDatabases) {
+        return Some(Vec::new());
     }
+    if cmd.is(Trait::OtherDatabase) {
+        return None;
+    }
+    crate::spec::keyspec::written_keys(cmd, args)
 }

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::commands::{self, CommandSpec, Ctx, Effects, Flag, Next, Resolved, Trait};
+use crate::commands::{self, CommandSpec, Ctx, Effects, Flag, Logged, Next, Resolved, Trait};
 use crate::config::Config;
 use crate::config::P;
 use crate::conn::OUTPUT_CHECK;
@@ -51,6 +51,8 @@ pub struct Executor {
     touched: Vec<ClientId>,
     /// Clients parked in blocking commands (see blocking.rs).
     waiters: blocking::Waiters,
+    /// The buffer every call's handler states its effects in (taken out after each call).
+    effects: Effects,
     /// How much of `Keyspace::expired` has been signalled to watchers.
     expired_seen: usize,
     /// How much of `Keyspace::expired` has been published as `expired` events.
@@ -123,6 +125,7 @@ impl Executor {
             server: ServerState::new(config),
             touched: Vec::new(),
             waiters: blocking::Waiters::default(),
+            effects: Effects::default(),
             expired_seen: 0,
             postponed: VecDeque::new(),
             throttled: Vec::new(),
@@ -443,7 +446,8 @@ impl Executor {
         if let Some(blocked) = client.blocked.take() {
             self.unpark(id, &blocked);
         }
-        let mut ctx = Ctx::new(&mut self.ks, &mut client, &mut self.server, self.now_ms);
+        let mut scratch = Effects::default();
+        let mut ctx = Ctx::new(&mut self.ks, &mut client, &mut self.server, self.now_ms, &mut scratch);
         commands::transactions::discard_transaction(&mut ctx);
         commands::pubsub::unsubscribe_all(&mut ctx);
         self.server.monitors.retain(|m| *m != id);
@@ -573,12 +577,12 @@ impl Executor {
         }
 
         let start = self.clock_mark.take().unwrap_or_else(Stamp::now);
-        let (mut reply, call_end, effects) = self.run_command(client, cmd, args, Some(start));
+        let (mut reply, call_end, next, _) = self.run_command(client, cmd, args, Some(start));
         // The command's end time serves for the slowlog too, unless more ran after it.
         let mut end = call_end;
         let mut scripted = false;
         let mut exec = false;
-        match effects.next {
+        match next {
             Next::Reply => {}
             Next::RunScript(call) => {
                 end = None;
@@ -594,11 +598,11 @@ impl Executor {
             }
             // Where a client may not block (EXEC, the loader) the command times out at once.
             Next::Block(request) if client.deny_blocking => reply = request.timeout_reply,
-            Next::Block(request) => client.block_request = Some(request),
+            Next::Block(request) => client.block_request = Some(*request),
             Next::Exec => exec = true,
             Next::Replication(request) => {
                 end = None;
-                reply = self.replication_request(client, request);
+                reply = self.replication_request(client, *request);
             }
             Next::Persist(request) => {
                 // Runs once the top-level command's records are committed: inside EXEC, the
@@ -665,40 +669,48 @@ impl Executor {
         cmd: &'static CommandSpec,
         args: &[Bytes],
         timer: Option<Stamp>,
-    ) -> (Reply, Option<Stamp>, Effects) {
+    ) -> (Reply, Option<Stamp>, Next, Logged) {
         client.last_cmd = cmd.name;
         if cmd.has(Flag::Write) && self.rewriting() {
             self.capture_before_write(client.db, cmd, args);
         }
         let dirty_before = self.server.dirty;
         let listened = self.server.tracking.clients > 0 || !self.server.watchers.is_empty() || !self.waiters.by_key.is_empty();
-        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
-        ctx.effects.listened = listened;
+        self.effects.listened = listened;
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms, &mut self.effects);
         let reply = commands::call(cmd, &mut ctx, args);
-        let mut effects = ctx.effects;
+        // The call's effects leave the shared buffer now (a script's commands use it next).
+        let next = std::mem::take(&mut self.effects.next);
+        let mut logged = std::mem::take(&mut self.effects.logged);
+        let script_cache = self.effects.script_cache.take();
         // A script's EVAL ends when the script does (the caller times it).
-        let end = timer.filter(|_| !matches!(effects.next, Next::RunScript(_))).map(|_| Stamp::now());
+        let end = timer.filter(|_| !matches!(next, Next::RunScript(_))).map(|_| Stamp::now());
         let elapsed = timer.zip(end).map_or(0, |(s, e)| e.micros_since(s));
         if self.server.tracking.clients > 0 {
             self.remember_tracked_keys(client, cmd, args);
         }
-        if effects.any_signal() {
-            self.apply_signals(client, &effects);
+        if self.effects.signals.any() {
+            let mut signals = std::mem::take(&mut self.effects.signals);
+            self.apply_signals(client, &signals);
+            // Emptied, its allocations go back for the next call.
+            signals.clear();
+            self.effects.signals = signals;
         }
         if self.server.dirty != dirty_before {
             if !client.in_script && self.recording() {
-                self.log_command(client, args, std::mem::take(&mut effects.logged));
+                self.log_command(client, args, std::mem::take(&mut logged));
             }
-        } else if cmd.name.starts_with("script|") && self.recording() {
-            self.log_script_admin(client, cmd, args, &reply);
+        } else if let Some(change) = script_cache.filter(|_| self.recording()) {
+            self.log_script_admin(client, args, change);
         } else if cmd.is(Trait::Publishes) && !client.in_script && self.publishing_to_replicas() {
             self.log_publish(client, args);
         }
         self.signal_expired(client);
         self.feed_monitors(client, cmd, args);
-        self.publish_events(client);
+        let notifications = std::mem::take(&mut self.effects.notifications);
+        self.publish_events(client, notifications);
         // Receivers of PUBLISH get their output released with this batch.
-        self.touched.append(&mut self.server.pushed);
+        self.touched.append(&mut self.effects.pushed);
         self.server.stats.total_commands_processed += 1;
         let stat = self.server.stats.command(cmd.id);
         stat.calls += 1;
@@ -710,7 +722,7 @@ impl Executor {
         if self.server.settings.latency_tracking && end.is_some() {
             self.server.stats.record_latency(cmd.id, elapsed);
         }
-        (reply, end, effects)
+        (reply, end, next, logged)
     }
 }
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::Executor;
 use crate::aof::{self, Aof};
 use crate::commands::scripting::ScriptCall;
-use crate::commands::{CommandSpec, Logged};
+use crate::commands::{Logged, ScriptCacheChange};
 use crate::protocol::Reply;
 use crate::scripting::ScriptOutcome;
 use crate::scripting::{REPL_AOF, REPL_REPLICA};
@@ -80,22 +80,18 @@ impl Executor {
 
     /// SCRIPT LOAD (a body new to this log epoch) and SCRIPT FLUSH are logged, so that an
     /// EVALSHA in the log always finds its body on replay.
-    pub(super) fn log_script_admin(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], reply: &Reply) {
+    pub(super) fn log_script_admin(&mut self, client: &Client, args: &[Bytes], change: ScriptCacheChange) {
         let Some(aof) = self.log.aof.as_mut() else { return };
-        match cmd.name {
-            "script|load" => {
-                if let Reply::Bulk(sha) = reply {
-                    let sha = String::from_utf8_lossy(sha).into_owned();
-                    if aof.epoch_scripts.insert(sha) {
-                        self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
-                    }
+        match change {
+            ScriptCacheChange::Loaded(sha) => {
+                if aof.epoch_scripts.insert(sha) {
+                    self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
                 }
             }
-            "script|flush" if !reply.is_error() => {
+            ScriptCacheChange::Flushed => {
                 aof.epoch_scripts.clear();
                 self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
             }
-            _ => {}
         }
     }
 

@@ -335,13 +335,13 @@ impl ScriptBridge<'_> {
         let db = self.client.db;
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
-        let (mut reply, _, effects) = self.exec.run_command(self.client, cmd, argv, None);
+        let (mut reply, _, next, logged) = self.exec.run_command(self.client, cmd, argv, None);
         // Keys the command expired (or memory evicted) go before its write, in order.
         for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {
             self.outcome.deletions.push(self.outcome.effects.len());
             self.outcome.effects.push(Effect { db, argv: vec![Bytes::from_static(b"DEL"), key], repl: DELETION_REPL });
         }
-        match effects.next {
+        match next {
             Next::Reply => {}
             // A blocking command in a script acts as its non-blocking form: it times out at once.
             Next::Block(request) => reply = request.timeout_reply,
@@ -356,7 +356,7 @@ impl ScriptBridge<'_> {
             self.outcome.wrote = true;
             // Effects are kept in their logged form (absolute times, SPOP as SREM...).
             if self.effects {
-                match effects.logged {
+                match logged {
                     Logged::As(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
                     Logged::AsSent => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
                 }

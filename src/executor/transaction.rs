@@ -38,7 +38,8 @@ impl Executor {
             client.txn.exec_queued = None;
             Reply::Array(replies)
         };
-        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms);
+        let mut scratch = commands::Effects::default();
+        let mut ctx = Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms, &mut scratch);
         commands::transactions::discard_transaction(&mut ctx);
         reply
     }

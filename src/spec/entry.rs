@@ -120,6 +120,22 @@ pub enum Trait {
     ScriptDeterministic,
     /// Its message goes to replicas through the log (PUBLISH, SPUBLISH).
     Publishes,
+    /// Runs the script given as its first argument (EVAL, EVAL_RO): its shebang declares
+    /// the flags the pre-run checks use.
+    ScriptBody,
+    /// Runs a cached script by SHA1 (EVALSHA, EVALSHA_RO).
+    ScriptSha,
+    /// Runs a library function by name (FCALL, FCALL_RO).
+    ScriptFunction,
+    /// CLIENT TRACKING does not remember the keys it names (EVAL_RO, EVALSHA_RO: the
+    /// script's own reads are remembered).
+    NoKeyTracking,
+    /// Empties whole databases (FLUSHALL, FLUSHDB): a rewrite in progress captures no key
+    /// before it.
+    EmptiesDatabases,
+    /// Writes a key of another database than the client's (COPY with DB, SWAPDB): a rewrite
+    /// in progress completes its walk before it.
+    OtherDatabase,
 }
 
 /// A small static document tree, for the nested parts of `COMMAND INFO` (key specs).

@@ -149,6 +149,18 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
     out
 }
 
+/// The positions of the keys `args` may change (insert, update or delete), from the key
+/// specs; `None` when they cannot be known before the command runs (no key specs, or one
+/// marked incomplete).
+pub fn written_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+    if cmd.key_specs.is_empty() || cmd.key_specs.iter().any(|s| spec_flag(s, "incomplete")) {
+        return None;
+    }
+    let mut written: Vec<usize> = command_keys(cmd, args).into_iter().filter(|(_, f)| f & KEY_WRITE != 0).map(|(p, _)| p).collect();
+    written.dedup();
+    Some(written)
+}
+
 /// COMMAND GETKEYS's key positions, as Redis 7.0's `getKeysFromCommandWithSpecs` finds
 /// them: from the key specs, all or nothing; where one cannot be followed (a bad or
 /// too-large key count, a spec marked incomplete or of unknown start) the command's own key
