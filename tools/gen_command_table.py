@@ -93,6 +93,27 @@ GROUPS = {
 }
 
 
+def typed_key_spec(k):
+    """A key spec as typed data (`KeySpec`), for the code that follows it."""
+    k = pairs(k)
+    flags = ", ".join(rust_str(f) for f in k.get("flags", []))
+    begin, find = pairs(k["begin_search"]), pairs(k["find_keys"])
+    bspec, fspec = pairs(begin["spec"]) if begin.get("spec") else {}, pairs(find["spec"]) if find.get("spec") else {}
+    if begin["type"] == "index":
+        b = "Begin::Index(%d)" % bspec["index"]
+    elif begin["type"] == "keyword":
+        b = "Begin::Keyword { keyword: %s, startfrom: %d }" % (rust_str(bspec["keyword"]), bspec["startfrom"])
+    else:
+        b = "Begin::Unknown"
+    if find["type"] == "range":
+        f = "Find::Range { lastkey: %d, keystep: %d, limit: %d }" % (fspec["lastkey"], fspec["keystep"], fspec["limit"])
+    elif find["type"] == "keynum":
+        f = "Find::Keynum { keynumidx: %d, firstkey: %d, keystep: %d }" % (fspec["keynumidx"], fspec["firstkey"], fspec["keystep"])
+    else:
+        f = "Find::Unknown"
+    return "KeySpec { flags: &[%s], begin: %s, find: %s }" % (flags, b, f)
+
+
 def handler_name(module, name):
     if (module, name) in HANDLERS:
         return HANDLERS[(module, name)]
@@ -118,6 +139,7 @@ def entry(sock, module, name, info, docs, subs, indent):
         pad + head,
         pad + "    acl: &[%s], tips: &[%s]," % (", ".join(rust_str(a) for a in acl), ", ".join(rust_str(t) for t in tips)),
         pad + "    key_specs: &[%s]," % ", ".join(doc(k) for k in key_specs),
+        pad + "    keys: &[%s]," % ", ".join(typed_key_spec(k) for k in key_specs),
         pad + "    group: Group::%s, summary: %s, since: %s," % (GROUPS[d.get("group", "server")], rust_str(d.get("summary", "")), rust_str(d.get("since", ""))),
         pad + "    complexity: %s, doc_flags: &[%s]," % (rust_str(d.get("complexity", "")), ", ".join(rust_str(f) for f in d.get("doc_flags", []))),
         pad + "    deprecated_since: %s, replaced_by: %s," % (rust_str(d.get("deprecated_since", "")), rust_str(d.get("replaced_by", ""))),
@@ -187,7 +209,7 @@ def main():
         "//! One entry per command, a few lines each; rustfmt leaves the layout alone. Data only:",
         "//! the handlers are `commands::handlers::HANDLERS`, indexed by `id`.",
         "",
-        "use super::{CommandSpec, Doc, Flag, Group, Trait};",
+        "use super::{Begin, CommandSpec, Doc, Find, Flag, Group, KeySpec, Trait};",
         "",
         "#[rustfmt::skip]",
         "pub static COMMANDS: &[CommandSpec] = &[",

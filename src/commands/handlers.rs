@@ -3,7 +3,7 @@
 
 use super::{
     acl, bitmaps, cluster, config_cmd, connection, debug, diagnostics, dump, functions, geo, hashes, hll, info, introspection, keys, lists,
-    module, pubsub, replication, scripting, server, sets, sort, strings, transactions, zsets, CmdError, Ctx, Handler,
+    module, pubsub, replication, scripting, server, sets, sort, strings, transactions, zset_algebra, zsets, CmdError, Ctx, Handler,
 };
 use crate::protocol::Reply;
 use crate::spec::COMMAND_IDS;
@@ -197,12 +197,12 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     zsets::zpopmax, // 177
     zsets::zmpop, // 178
     zsets::zrandmember, // 179
-    zsets::zinter, // 180
-    zsets::zinterstore, // 181
-    zsets::zunion, // 182
-    zsets::zunionstore, // 183
-    zsets::zdiff, // 184
-    zsets::zdiffstore, // 185
+    zset_algebra::zinter, // 180
+    zset_algebra::zinterstore, // 181
+    zset_algebra::zunion, // 182
+    zset_algebra::zunionstore, // 183
+    zset_algebra::zdiff, // 184
+    zset_algebra::zdiffstore, // 185
     zsets::zscan, // 186
     bitmaps::setbit, // 187
     bitmaps::getbit, // 188

@@ -35,6 +35,7 @@ mod sets;
 mod sort;
 mod strings;
 pub mod transactions;
+mod zset_algebra;
 mod zsets;
 
 pub use crate::spec::{

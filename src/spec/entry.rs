@@ -138,6 +138,53 @@ pub enum Trait {
     OtherDatabase,
 }
 
+/// A key specification (Redis 7's `key_specs`), compiled by the generator into typed data:
+/// where a command's keys begin, how many follow, and what the command does to them.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    /// As COMMAND INFO prints them: `RO`/`RW`/`OW`/`RM`, `access`, `insert`, `update`,
+    /// `delete`, `not_key`, `incomplete`, `variable_flags`...
+    pub flags: &'static [&'static str],
+    pub begin: Begin,
+    pub find: Find,
+}
+
+/// Where a key spec's keys begin (`begin_search`).
+#[derive(Debug, Clone, Copy)]
+pub enum Begin {
+    /// At this argument.
+    Index(i64),
+    /// After `keyword`, searched from `startfrom` (negative: from the end, backwards).
+    Keyword { keyword: &'static str, startfrom: i64 },
+    /// Only the command's own key finder knows (SORT's BY and GET).
+    Unknown,
+}
+
+/// How many keys follow (`find_keys`).
+#[derive(Debug, Clone, Copy)]
+pub enum Find {
+    /// Up to `lastkey` past the first (negative: from the end; with `limit`, a fraction of
+    /// what remains), every `keystep`.
+    Range {
+        lastkey: i64,
+        keystep: i64,
+        limit: i64,
+    },
+    /// The count is the argument `keynumidx` past the first; the keys start `firstkey` past it.
+    Keynum {
+        keynumidx: i64,
+        firstkey: i64,
+        keystep: i64,
+    },
+    Unknown,
+}
+
+impl KeySpec {
+    pub fn has_flag(&self, name: &str) -> bool {
+        self.flags.contains(&name)
+    }
+}
+
 /// A small static document tree, for the nested parts of `COMMAND INFO` (key specs).
 #[derive(Debug)]
 pub enum Doc {
@@ -162,7 +209,10 @@ pub struct CommandSpec {
     pub acl: &'static [&'static str],
     /// Hints such as `nondeterministic_output` (what makes a script random-dirty).
     pub tips: &'static [&'static str],
+    /// As COMMAND INFO prints them.
     pub key_specs: &'static [Doc],
+    /// The same, typed, for the code that follows them (`keyspec.rs`).
+    pub keys: &'static [KeySpec],
     pub group: Group,
     pub summary: &'static str,
     pub since: &'static str,

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{CommandSpec, Doc};
+use super::{Begin, CommandSpec, Find, KeySpec};
 use crate::util::eq_ignore_case;
 
 /// The command reads the key's value (`access` flag).
@@ -12,47 +12,19 @@ pub const KEY_READ: u8 = 1;
 /// The command inserts, updates or deletes (`insert`, `update`, `delete` flags).
 pub const KEY_WRITE: u8 = 2;
 
-fn field<'a>(map: &'a Doc, name: &str) -> Option<&'a Doc> {
-    match map {
-        Doc::Map(entries) => entries.iter().find(|(k, _)| *k == name).map(|(_, v)| v),
-        _ => None,
-    }
-}
-
-fn str_field(map: &Doc, name: &str) -> Option<&'static str> {
-    match field(map, name)? {
-        Doc::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
-fn int_field(map: &Doc, name: &str) -> Option<i64> {
-    match field(map, name)? {
-        Doc::Int(n) => Some(*n),
-        _ => None,
-    }
-}
-
-/// Whether a key spec carries a flag (`not_key`, `incomplete`...).
-fn spec_flag(spec: &Doc, name: &str) -> bool {
-    matches!(field(spec, "flags"), Some(Doc::Arr(f)) if f.iter().any(|x| matches!(x, Doc::Str(s) if *s == name)))
-}
-
 /// Whether one of the command's key specs names keys (Redis's `doesCommandHaveKeys`).
 pub fn has_keys(cmd: &CommandSpec) -> bool {
-    cmd.key_specs.iter().any(|spec| !spec_flag(spec, "not_key"))
+    cmd.keys.iter().any(|spec| !spec.has_flag("not_key"))
 }
 
 /// The access a key spec's flags give (`KEY_READ` | `KEY_WRITE`).
-fn access(spec: &Doc) -> u8 {
+fn access(spec: &KeySpec) -> u8 {
     let mut out = 0;
-    if let Some(Doc::Arr(flags)) = field(spec, "flags") {
-        for f in flags.iter() {
-            match f {
-                Doc::Str("access") => out |= KEY_READ,
-                Doc::Str("insert") | Doc::Str("update") | Doc::Str("delete") => out |= KEY_WRITE,
-                _ => {}
-            }
+    for f in spec.flags {
+        match *f {
+            "access" => out |= KEY_READ,
+            "insert" | "update" | "delete" => out |= KEY_WRITE,
+            _ => {}
         }
     }
     out
@@ -60,14 +32,11 @@ fn access(spec: &Doc) -> u8 {
 
 /// Where a key spec's keys begin: `Some(Some(i))`, `Some(None)` when its keyword is absent
 /// (no keys from it), `None` for a start of unknown kind (SORT's BY/GET).
-fn spec_start(spec: &Doc, args: &[Bytes]) -> Option<Option<i64>> {
+fn spec_start(spec: &KeySpec, args: &[Bytes]) -> Option<Option<i64>> {
     let argc = args.len() as i64;
-    let begin = field(spec, "begin_search")?;
-    let bspec = field(begin, "spec")?;
-    match str_field(begin, "type") {
-        Some("index") => Some(Some(int_field(bspec, "index").unwrap_or(0))),
-        Some("keyword") => {
-            let (keyword, from) = (str_field(bspec, "keyword")?, int_field(bspec, "startfrom")?);
+    match spec.begin {
+        Begin::Index(index) => Some(Some(index)),
+        Begin::Keyword { keyword, startfrom: from } => {
             let (start, end) = if from > 0 { (from, argc - 1) } else { (argc + from, 1) };
             let mut i = start;
             while i >= 1 && i < argc {
@@ -81,35 +50,31 @@ fn spec_start(spec: &Doc, args: &[Bytes]) -> Option<Option<i64>> {
             }
             Some(None)
         }
-        _ => None,
+        Begin::Unknown => None,
     }
 }
 
 /// A key spec's (first, last, step) positions from where its keys begin (Redis's
 /// `getKeysUsingKeySpecs`); `None` for a find of unknown kind or a key count that is not a
 /// number of 0 or more. `last < first` means no keys.
-fn spec_bounds(spec: &Doc, args: &[Bytes], first: i64) -> Option<(i64, i64, i64)> {
+fn spec_bounds(spec: &KeySpec, args: &[Bytes], first: i64) -> Option<(i64, i64, i64)> {
     let argc = args.len() as i64;
-    let find = field(spec, "find_keys")?;
-    let fspec = field(find, "spec")?;
-    let step = int_field(fspec, "keystep").unwrap_or(1).max(1);
-    match str_field(find, "type") {
-        Some("range") => {
-            let lastkey = int_field(fspec, "lastkey").unwrap_or(0);
-            let last = match (lastkey >= 0, int_field(fspec, "limit").unwrap_or(0)) {
+    match spec.find {
+        Find::Range { lastkey, keystep, limit } => {
+            let last = match (lastkey >= 0, limit) {
                 (true, _) => first + lastkey,
                 (false, 0) => argc + lastkey,
                 (false, limit) => first + ((argc - first) / limit + lastkey),
             };
-            Some((first, last, step))
+            Some((first, last, keystep.max(1)))
         }
-        Some("keynum") => {
-            let idx = usize::try_from(first + int_field(fspec, "keynumidx").unwrap_or(0)).ok().filter(|i| *i >= 1)?;
+        Find::Keynum { keynumidx, firstkey, keystep } => {
+            let idx = usize::try_from(first + keynumidx).ok().filter(|i| *i >= 1)?;
             let numkeys = args.get(idx).and_then(|a| crate::util::parse_i64(a)).filter(|n| *n >= 0)?;
-            let begin = first + int_field(fspec, "firstkey").unwrap_or(0);
-            Some((begin, begin + numkeys - 1, step))
+            let begin = first + firstkey;
+            Some((begin, begin + numkeys - 1, keystep.max(1)))
         }
-        _ => None,
+        Find::Unknown => None,
     }
 }
 
@@ -117,9 +82,9 @@ fn spec_bounds(spec: &Doc, args: &[Bytes], first: i64) -> Option<(i64, i64, i64)
 pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
-    for spec in cmd.key_specs {
+    for spec in cmd.keys {
         // A shard channel (SPUBLISH, SSUBSCRIBE...) is checked as a channel, not a key.
-        if spec_flag(spec, "not_key") {
+        if spec.has_flag("not_key") {
             continue;
         }
         let flags = access(spec);
@@ -127,7 +92,7 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
         let Some(Some(first)) = spec_start(spec, args) else { continue };
         let Some((first, last, step)) = spec_bounds(spec, args, first) else { continue };
         // A key count past the arguments: Redis reports no valid keys (the command fails later).
-        if last >= argc && field(spec, "find_keys").is_some_and(|f| str_field(f, "type") == Some("keynum")) {
+        if last >= argc && matches!(spec.find, Find::Keynum { .. }) {
             continue;
         }
         let mut i = first;
@@ -153,7 +118,7 @@ pub fn command_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, u8)> {
 /// specs; `None` when they cannot be known before the command runs (no key specs, or one
 /// marked incomplete).
 pub fn written_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
-    if cmd.key_specs.is_empty() || cmd.key_specs.iter().any(|s| spec_flag(s, "incomplete")) {
+    if cmd.keys.is_empty() || cmd.keys.iter().any(|s| s.has_flag("incomplete")) {
         return None;
     }
     let mut written: Vec<usize> = command_keys(cmd, args).into_iter().filter(|(_, f)| f & KEY_WRITE != 0).map(|(p, _)| p).collect();
@@ -174,14 +139,14 @@ pub fn getkeys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
 
 /// The key positions the specs give, each with the spec that gave it; `None` when a spec
 /// cannot be followed.
-fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<(usize, &'static Doc)>> {
+fn strict_spec_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<(usize, &'static KeySpec)>> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
-    for spec in cmd.key_specs {
-        if spec_flag(spec, "not_key") {
+    for spec in cmd.keys {
+        if spec.has_flag("not_key") {
             continue;
         }
-        if spec_flag(spec, "incomplete") {
+        if spec.has_flag("incomplete") {
             return None;
         }
         let Some(first) = spec_start(spec, args)? else { continue };
@@ -211,11 +176,7 @@ pub fn getkeys_and_flags(cmd: &CommandSpec, args: &[Bytes]) -> Vec<(usize, Vec<&
         _ => {}
     }
     if let Some(keys) = strict_spec_keys(cmd, args) {
-        let flags = |spec: &'static Doc| match field(spec, "flags") {
-            Some(Doc::Arr(f)) => f.iter().filter_map(|x| if let Doc::Str(s) = x { Some(*s) } else { None }).collect(),
-            _ => Vec::new(),
-        };
-        return keys.into_iter().map(|(i, spec)| (i, flags(spec))).collect();
+        return keys.into_iter().map(|(i, spec)| (i, spec.flags.to_vec())).collect();
     }
     finder_keys(cmd.name, args)
         .into_iter()

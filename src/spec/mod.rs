@@ -9,7 +9,7 @@ mod entry;
 pub mod keyspec;
 mod table;
 
-pub use entry::{CommandSpec, Doc, Flag, Group, Trait};
+pub use entry::{Begin, CommandSpec, Doc, Find, Flag, Group, KeySpec, Trait};
 pub use table::{COMMANDS, COMMAND_IDS};
 
 use std::collections::HashMap;
