@@ -1,6 +1,7 @@
 //! Architecture checks that read the source, as rust-analyzer's tidy tests do: no import
 //! cycle between the top-level modules of `src/` (a cycle means no module can be understood,
-//! tested or replaced without the others).
+//! tested or replaced without the others), and handlers change data only through the
+//! keyspace write API.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -128,4 +129,30 @@ fn the_scanner_sees_grouped_and_multi_line_imports() {
     let refs = crate_refs("use crate::{\n    db::Keyspace,\n    spec::{Flag, Trait},\n};\n// crate::ignored\nlet x = crate::util::f();");
     let names: Vec<&str> = refs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["db", "spec", "util"]);
+}
+
+/// Handlers change data only through the keyspace write API (`commands/effects.rs` and
+/// `commands/access.rs`), which signals what changed: no other file of `src/commands/` takes
+/// a database for writing.
+#[test]
+fn handlers_write_only_through_the_keyspace_write_api() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(files.len() > 20, "{files:?}");
+    let mut offenders = Vec::new();
+    for file in &files {
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if matches!(name, "effects.rs" | "access.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read source");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains("db_mut(") || code.contains("ks.flush_all(") || code.contains("ks.swap_dbs(") {
+                offenders.push(format!("{}:{}: {}", name, i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "writes outside the keyspace write API:\n  {}", offenders.join("\n  "));
 }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
 use crate::config::P;
-use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::db::{StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::util::parse_i64;
@@ -59,15 +59,12 @@ fn with_bit_string<R>(ctx: &mut Ctx<'_>, key: &[u8], max_bit: u64, f: impl FnOnc
         None => {
             let mut data = vec![0u8; bytes];
             let r = f(&mut data, true);
-            let lru = lru_clock(now);
-            ctx.notify(notify::NEW, "new", key);
-            ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc: StrEncoding::Raw }), None, lru);
+            // Created, not yet a change: the command signals one if it made one.
+            ctx.add_value(key, Value::Str(StrValue { data, enc: StrEncoding::Raw }));
             Ok(r)
         }
         Some(true) => Ok(ctx
-            .ks
-            .db_mut(db)
-            .modify(key, |e| match &mut e.value {
+            .change_quietly(key, |e| match &mut e.value {
                 Value::Str(s) => {
                     let grown = s.data.len() < bytes;
                     if grown {

@@ -179,9 +179,7 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
             records.push(std::mem::replace(&mut mset, vec![Bytes::from_static(b"MSET")]));
         }
         let value = crate::db::Value::Str(crate::db::StrValue { data, enc: crate::db::StrEncoding::Auto });
-        ctx.ks.db_mut(db).upsert(&key, value, None, crate::db::lru_clock(now), ctx.server.settings.lfu_policy);
-        ctx.notify(crate::notify::NEW, "new", &key);
-        ctx.signal_modified(&key);
+        ctx.write_value(&key, value, None);
         created += 1;
     }
     if mset.len() > 1 {

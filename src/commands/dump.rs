@@ -66,10 +66,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         RdbError::VersionOrChecksum => CmdError::other("ERR DUMP payload version or checksum are wrong"),
         RdbError::BadFormat => CmdError::other("ERR Bad data format"),
     })?;
-    let existed = replace && ctx.ks.db_mut(db).remove(key).is_some();
+    let existed = replace && ctx.remove(key).is_some();
     // One change either way (Redis counts RESTORE REPLACE once).
     if existed {
-        ctx.signal_modified(key);
         ctx.dirty(1);
         ctx.log_as_one(vec![arg("DEL"), key.clone()]);
     }
@@ -93,9 +92,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     } else if let Some(secs) = idle {
         entry.lru = (entry.lru & !crate::db::LRU_CLOCK_MAX) | lru_clock(now.saturating_sub(secs.saturating_mul(1000)));
     }
-    ctx.ks.db_mut(db).insert_entry(key.clone(), entry);
-    ctx.signal_modified(key);
-    ctx.signal_created(key);
+    ctx.add_entry_in(db, key, entry);
     if !existed {
         ctx.dirty(1);
     }
@@ -205,8 +202,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             Some(err) => {
                 first_error.get_or_insert_with(|| err.to_string());
             }
-            None if !copy && ctx.ks.db_mut(db).remove(key).is_some() => {
-                ctx.signal_modified(key);
+            None if !copy && ctx.remove_in(db, key).is_some() => {
                 deleted.push(vec![arg("DEL"), key.clone()]);
                 ctx.dirty(1);
                 ctx.notify(notify::GENERIC, "del", key);

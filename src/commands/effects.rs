@@ -182,6 +182,100 @@ impl Ctx<'_> {
         created
     }
 
+    /// Deletes `key` from database `db` (Redis's `dbDelete`) and signals it; the entry it
+    /// held, `None` when there was none (nothing signalled).
+    pub fn remove_in(&mut self, db: usize, key: &[u8]) -> Option<crate::db::Entry> {
+        let entry = self.ks.db_mut(db).remove(key)?;
+        self.signal_modified_db(db, key);
+        Some(entry)
+    }
+
+    /// [`Ctx::remove_in`] in the client's database.
+    pub fn remove(&mut self, key: &[u8]) -> Option<crate::db::Entry> {
+        let db = self.client.db;
+        self.remove_in(db, key)
+    }
+
+    /// Sets (or, with `None`, clears) the expiry of an existing key and signals it.
+    pub fn set_expiry(&mut self, key: &[u8], at: Option<i64>) {
+        let db = self.client.db;
+        self.ks.db_mut(db).set_expire(key, at);
+        self.signal_modified(key);
+    }
+
+    /// Adds a whole entry under an absent key of database `db` (Redis's `dbAdd` of a moved,
+    /// copied or restored value) and signals it, changed and created.
+    pub fn add_entry_in(&mut self, db: usize, key: &Bytes, entry: crate::db::Entry) {
+        self.ks.db_mut(db).insert_entry(key.clone(), entry);
+        self.signal_modified_db(db, key);
+        self.signal_created_db(db, key);
+    }
+
+    /// Creates `key` with `value` (Redis's `dbAdd` where the command changes the new value
+    /// next: SETBIT, BITFIELD, PFADD, PFMERGE): raises `new` and makes the key ready for
+    /// blocked clients, but signals no change: the command does once it has changed
+    /// something (a BITFIELD whose writes all fail changes nothing).
+    pub fn add_value(&mut self, key: &[u8], value: crate::db::Value) {
+        let (db, now) = (self.client.db, self.now_ms);
+        self.notify(crate::notify::NEW, "new", key);
+        self.ks.db_mut(db).insert(Bytes::copy_from_slice(key), value, None, crate::db::lru_clock(now));
+        self.signal_created(key);
+    }
+
+    /// Changes the entry at `key` in place (its memory accounted) and signals it; `None`
+    /// when the key is absent.
+    pub fn change<R>(&mut self, key: &[u8], f: impl FnOnce(&mut crate::db::Entry) -> R) -> Option<R> {
+        let db = self.client.db;
+        let r = self.ks.db_mut(db).modify(key, f)?;
+        self.signal_modified(key);
+        Some(r)
+    }
+
+    /// [`Ctx::change`] at a dense position found by a write lookup (`Keyspace::write_position`).
+    pub fn change_at<R>(&mut self, pos: usize, key: &[u8], f: impl FnOnce(&mut crate::db::Entry) -> R) -> R {
+        let db = self.client.db;
+        let r = self.ks.db_mut(db).modify_at(pos, f);
+        self.signal_modified(key);
+        r
+    }
+
+    /// Changes the entry at `key` in place without signalling: only for a change that is
+    /// none to a client (SORT's conversion of a sorted set to the skiplist encoding), or one
+    /// the caller signals itself when it turns out to be a change (`access::modify`, the
+    /// in-place string writes of SETBIT, BITFIELD and the HLL commands).
+    pub fn change_quietly<R>(&mut self, key: &[u8], f: impl FnOnce(&mut crate::db::Entry) -> R) -> Option<R> {
+        let db = self.client.db;
+        self.ks.db_mut(db).modify(key, f)
+    }
+
+    /// Empties database `db` (FLUSHDB): its watched keys' transactions fail and every
+    /// tracking client is told, first. The number of keys it held.
+    pub fn empty_db(&mut self, db: usize) -> usize {
+        self.touch_all_watched_in(db, None);
+        self.effects.signals.flushed = true;
+        self.ks.db_mut(db).clear()
+    }
+
+    /// Empties every database (FLUSHALL), as [`Ctx::empty_db`] does one.
+    pub fn empty_all(&mut self) -> usize {
+        for db in 0..self.ks.dbs.len() {
+            self.touch_all_watched_in(db, None);
+        }
+        self.effects.signals.flushed = true;
+        self.ks.flush_all()
+    }
+
+    /// Swaps databases `a` and `b` (SWAPDB): the watched keys on either side are touched
+    /// first, and the keys clients wait on in both become ready if present.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a != b {
+            self.touch_all_watched_in(a, Some(b));
+            self.touch_all_watched_in(b, Some(a));
+            self.effects.signals.rescan.extend([a, b]);
+        }
+        self.ks.swap_dbs(a, b);
+    }
+
     /// Replaces `key` with `value` (Redis's `setKey` for the STORE commands): looked up for
     /// writing first (an expired key is deleted, a live one's access counted), then written
     /// without a TTL by [`Ctx::write_value`].

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::{CmdError, Ctx};
 use crate::config::P;
-use crate::db::{lru_clock, StrEncoding, StrValue, Value};
+use crate::db::{StrEncoding, StrValue, Value};
 use crate::notify;
 use crate::protocol::Reply;
 
@@ -435,26 +435,22 @@ fn lookup_hll<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], write: bool) -> Result<Optio
     }
 }
 
-/// Runs `f` on the data of an existing string key (made `raw`, as `dbUnshareStringValue`).
+/// Runs `f` on the data of an existing string key (made `raw`, as `dbUnshareStringValue`);
+/// the caller signals the key when `f` changed it.
 fn modify_str<R>(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
-    let db = ctx.db();
-    ctx.ks
-        .db_mut(db)
-        .modify(key, |e| match &mut e.value {
-            Value::Str(s) => {
-                s.enc = StrEncoding::Raw;
-                Some(f(&mut s.data))
-            }
-            _ => None,
-        })
-        .flatten()
+    ctx.change_quietly(key, |e| match &mut e.value {
+        Value::Str(s) => {
+            s.enc = StrEncoding::Raw;
+            Some(f(&mut s.data))
+        }
+        _ => None,
+    })
+    .flatten()
 }
 
+/// Creates an absent key holding `data` (Redis's dbAdd before PFADD/PFMERGE change it).
 fn insert_str(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    // Only ever called for an absent key (Redis's dbAdd).
-    ctx.notify(notify::NEW, "new", key);
-    ctx.ks.db_mut(db).insert(Bytes::copy_from_slice(key), Value::Str(StrValue { data, enc: StrEncoding::Raw }), None, lru_clock(now));
+    ctx.add_value(key, Value::Str(StrValue { data, enc: StrEncoding::Raw }));
 }
 
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> usize {

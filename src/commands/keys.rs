@@ -42,9 +42,8 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut deleted = 0;
     for key in &args[1..] {
         ctx.ks.expire_if_needed(db, key, now);
-        if ctx.ks.db_mut(db).remove(key).is_some() {
+        if ctx.remove(key).is_some() {
             deleted += 1;
-            ctx.signal_modified(key);
             ctx.notify(notify::GENERIC, "del", key);
         }
     }
@@ -147,15 +146,14 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     }
     // Logged with the absolute time: a replay at any later moment sets the same expiry.
     if when <= now && !ctx.ks.passive_expiry {
-        ctx.ks.db_mut(db).remove(key);
+        ctx.remove(key);
         ctx.log_as_one(vec![arg("DEL"), key.clone()]);
         ctx.notify(notify::GENERIC, "del", key);
     } else {
-        ctx.ks.db_mut(db).set_expire(key, Some(when));
+        ctx.set_expiry(key, Some(when));
         ctx.log_as_one(vec![arg("PEXPIREAT"), key.clone(), arg(&when.to_string())]);
         ctx.notify(notify::GENERIC, "expire", key);
     }
-    ctx.signal_modified(key);
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }
@@ -240,8 +238,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.expire_at().is_some());
     if had {
-        ctx.ks.db_mut(db).set_expire(&args[1], None);
-        ctx.signal_modified(&args[1]);
+        ctx.set_expiry(&args[1], None);
         ctx.dirty(1);
         ctx.notify(notify::GENERIC, "persist", &args[1]);
     }
@@ -353,14 +350,10 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, 
     if dst_exists && nx {
         return Ok(Reply::Int(0));
     }
-    let d = ctx.ks.db_mut(db);
-    if let Some(entry) = d.remove(src) {
-        d.remove(dst);
-        d.insert_entry(dst.clone(), entry);
+    if let Some(entry) = ctx.remove(src) {
+        ctx.remove(dst);
+        ctx.add_entry_in(db, dst, entry);
     }
-    ctx.signal_modified(src);
-    ctx.signal_modified(dst);
-    ctx.signal_created(dst);
     ctx.dirty(1);
     // Redis's dbAdd of the destination, then the pair of rename events.
     ctx.notify(notify::NEW, "new", dst);
@@ -396,12 +389,9 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.ks.get_mut(src, key, now).is_none() || ctx.ks.get_mut(dst, key, now).is_some() {
         return Ok(Reply::Int(0));
     }
-    if let Some(entry) = ctx.ks.db_mut(src).remove(key) {
-        ctx.ks.db_mut(dst).insert_entry(key.clone(), entry);
+    if let Some(entry) = ctx.remove_in(src, key) {
+        ctx.add_entry_in(dst, key, entry);
     }
-    ctx.signal_modified_db(src, key);
-    ctx.signal_modified_db(dst, key);
-    ctx.signal_created_db(dst, key);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", key, dst);
     ctx.notify_db(notify::GENERIC, "move_from", key, src);
@@ -439,12 +429,10 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         if !replace {
             return Ok(Reply::Int(0));
         }
-        ctx.ks.db_mut(dst_db).remove(dst);
+        ctx.remove_in(dst_db, dst);
     }
     // The copy is a new object: fresh access data.
-    ctx.ks.db_mut(dst_db).insert_entry(dst.clone(), Entry::new(value, expire_at, now));
-    ctx.signal_modified_db(dst_db, dst);
-    ctx.signal_created_db(dst_db, dst);
+    ctx.add_entry_in(dst_db, dst, Entry::new(value, expire_at, now));
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", dst, dst_db);
     ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
@@ -473,9 +461,7 @@ fn flush_mode(args: &[Bytes]) -> Result<(), CmdError> {
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     flush_mode(args)?;
     let db = ctx.db();
-    ctx.touch_all_watched_in(db, None);
-    ctx.effects.signals.flushed = true;
-    let n = ctx.ks.db_mut(db).clear();
+    let n = ctx.empty_db(db);
     ctx.dirty(n as u64);
     Ok(Reply::OK)
 }
@@ -485,11 +471,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     flush_mode(args)?;
-    for db in 0..ctx.ks.dbs.len() {
-        ctx.touch_all_watched_in(db, None);
-    }
-    ctx.effects.signals.flushed = true;
-    let n = ctx.ks.flush_all();
+    let n = ctx.empty_all();
     ctx.dirty(n as u64 + 1);
     Ok(Reply::OK)
 }
@@ -505,14 +487,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if a >= dbs || b >= dbs {
         return Err(CmdError::DbIndexOutOfRange);
     }
-    // Swapping a database with itself changes nothing (Redis returns early). The watched
-    // keys are touched before the swap, as Redis does.
-    if a != b {
-        ctx.touch_all_watched_in(a, Some(b));
-        ctx.touch_all_watched_in(b, Some(a));
-        ctx.effects.signals.rescan.extend([a, b]);
-    }
-    ctx.ks.swap_dbs(a, b);
+    // Swapping a database with itself changes nothing (Redis returns early).
+    ctx.swap_dbs(a, b);
     ctx.dirty(1);
     Ok(Reply::OK)
 }

@@ -149,8 +149,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if count >= size as u64 {
         // The whole set goes.
         let members: Vec<Bytes> = s.iter().map(Key::to_bytes).collect();
-        ctx.ks.db_mut(db).remove(key);
-        ctx.signal_modified(key);
+        ctx.remove(key);
         ctx.dirty(size as u64);
         log_srem(ctx, key, &members);
         let all = members.into_iter().map(Reply::Bulk).collect();
@@ -182,7 +181,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             }
         }
         let popped = s.iter().filter(|m| !rebuilt.contains(m)).map(Key::to_bytes).collect();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Set(Box::new(rebuilt)));
+        ctx.change_quietly(key, |e| e.value = Value::Set(Box::new(rebuilt)));
         popped
     };
     ctx.signal_modified(key);

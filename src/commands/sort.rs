@@ -438,8 +438,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
 
 /// SORT converts a sorted set to the skiplist encoding for good (`zsetConvert`).
 fn to_skiplist(ctx: &mut Ctx<'_>, key: &[u8]) {
-    let db = ctx.db();
-    ctx.ks.db_mut(db).modify(key, |e| {
+    // A change of encoding only: nothing to signal.
+    ctx.change_quietly(key, |e| {
         if let Value::ZSet(z) = &mut e.value {
             if z.is_listpack() {
                 let mut converted = ZSetValue::new_skiplist();

@@ -216,9 +216,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
-    let db = ctx.db();
-    if ctx.ks.db_mut(db).remove(&args[1]).is_some() {
-        ctx.signal_modified(&args[1]);
+    if ctx.remove(&args[1]).is_some() {
         ctx.dirty(1);
         ctx.notify(notify::GENERIC, "del", &args[1]);
     }
@@ -245,15 +243,13 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     match when {
         // Like Redis's checkAlreadyExpired: a replica sets the time instead of deleting.
         Some(at) if absolute && at <= now && !ctx.ks.passive_expiry => {
-            ctx.ks.db_mut(db).remove(key);
-            ctx.signal_modified(key);
+            ctx.remove(key);
             ctx.dirty(1);
             ctx.log_as_one(vec![arg("DEL"), Bytes::copy_from_slice(key)]);
             ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
-            ctx.ks.db_mut(db).set_expire(key, Some(at));
-            ctx.signal_modified(key);
+            ctx.set_expiry(key, Some(at));
             ctx.dirty(1);
             ctx.log_as_one(vec![arg("PEXPIREAT"), Bytes::copy_from_slice(key), arg(&at.to_string())]);
             ctx.notify(notify::GENERIC, "expire", key);
@@ -261,8 +257,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         None if flags & PERSIST != 0 => {
             let had = ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some());
             if had {
-                ctx.ks.db_mut(db).set_expire(key, None);
-                ctx.signal_modified(key);
+                ctx.set_expiry(key, None);
                 ctx.dirty(1);
                 ctx.log_as_one(vec![arg("PERSIST"), Bytes::copy_from_slice(key)]);
                 ctx.notify(notify::GENERIC, "persist", key);
@@ -338,21 +333,17 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             if s.data.len() as i128 + tail.len() as i128 > max_bulk_len(ctx) {
                 return Err(CmdError::StringTooLong);
             }
-            let db = ctx.db();
-            ctx.ks
-                .db_mut(db)
-                .modify(key, |e| match &mut e.value {
-                    Value::Str(s) => {
-                        s.data.extend_from_slice(tail);
-                        s.enc = StrEncoding::Raw;
-                        s.data.len()
-                    }
-                    _ => 0,
-                })
-                .unwrap_or(0)
+            ctx.change(key, |e| match &mut e.value {
+                Value::Str(s) => {
+                    s.data.extend_from_slice(tail);
+                    s.enc = StrEncoding::Raw;
+                    s.data.len()
+                }
+                _ => 0,
+            })
+            .unwrap_or(0)
         }
     };
-    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "append", key);
     Ok(Reply::Int(len as i64))
@@ -377,7 +368,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
     };
     let value = old.checked_add(incr).ok_or(CmdError::Overflow)?;
     match pos {
-        Some(i) => ctx.ks.db_mut(db).modify_at(i, |e| {
+        Some(i) => ctx.change_at(i, key, |e| {
             if let Value::Str(s) = &mut e.value {
                 s.data.clear();
                 s.data.extend_from_slice(crate::util::format_i64_into(value, &mut [0; 20]));
@@ -386,7 +377,6 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError
         }),
         None => store(ctx, key, value.to_string().into_bytes(), StrEncoding::Auto, None),
     }
-    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "incrby", key);
     Ok(Reply::Int(value))
@@ -447,12 +437,10 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     })?;
     let value = Bytes::copy_from_slice(&data);
     if exists {
-        let db = ctx.db();
-        ctx.ks.db_mut(db).modify(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::NotInt }));
+        ctx.change(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::NotInt }));
     } else {
         store(ctx, key, data, StrEncoding::NotInt, None);
     }
-    ctx.signal_modified(key);
     ctx.dirty(1);
     // Logged as the value it came to: float formatting must not differ on replay.
     ctx.log_as_one(vec![arg("SET"), Bytes::copy_from_slice(key), value.clone(), arg("KEEPTTL")]);
@@ -519,28 +507,24 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let offset = offset as usize;
     let end = offset + value.len();
     let len = if exists {
-        let db = ctx.db();
-        ctx.ks
-            .db_mut(db)
-            .modify(key, |e| match &mut e.value {
-                Value::Str(s) => {
-                    if s.data.len() < end {
-                        s.data.resize(end, 0);
-                    }
-                    s.data[offset..end].copy_from_slice(value);
-                    s.enc = StrEncoding::Raw;
-                    s.data.len()
+        ctx.change(key, |e| match &mut e.value {
+            Value::Str(s) => {
+                if s.data.len() < end {
+                    s.data.resize(end, 0);
                 }
-                _ => 0,
-            })
-            .unwrap_or(0)
+                s.data[offset..end].copy_from_slice(value);
+                s.enc = StrEncoding::Raw;
+                s.data.len()
+            }
+            _ => 0,
+        })
+        .unwrap_or(0)
     } else {
         let mut data = vec![0u8; end];
         data[offset..].copy_from_slice(value);
         store(ctx, key, data, StrEncoding::Raw, None);
         end
     };
-    ctx.signal_modified(key);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))
