@@ -99,9 +99,8 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     // Logged with the TTL made absolute (a replay at any later time sets the same expiry).
     let at = arg(&expire_at.unwrap_or(0).to_string());
     ctx.log_as_one(vec![arg("RESTORE"), key.clone(), at, args[3].clone(), arg("REPLACE"), arg("ABSTTL")]);
-    if !existed {
-        ctx.notify(notify::NEW, "new", key);
-    }
+    // Redis's dbAdd raises `new` even after REPLACE deleted the old value.
+    ctx.notify(notify::NEW, "new", key);
     ctx.notify(notify::GENERIC, "restore", key);
     Ok(Reply::OK)
 }

@@ -357,12 +357,13 @@ const NO_LOG_TO_SAVE: &str = "ERR the append only file is off: Vermilion snapsho
 /// The argument positions of the keys a write command may change, or None when they are
 /// not known before it runs (the caller then serializes everything first): from the key
 /// specs, except for the commands whose traits say they empty databases (nothing to capture
-/// key by key) or write another database than the client's.
+/// key by key) or may write another database than the client's.
 fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
     if cmd.is(Trait::EmptiesDatabases) {
         return Some(Vec::new());
     }
-    if cmd.is(Trait::OtherDatabase) {
+    // SWAPDB always; COPY when its DB option names a database (maybe another one).
+    if cmd.is(Trait::OtherDatabase) && (cmd.keys.is_empty() || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
         return None;
     }
     crate::spec::keyspec::written_keys(cmd, args)

@@ -37,14 +37,13 @@ fn spec_start(spec: &KeySpec, args: &[Bytes]) -> Option<Option<i64>> {
     match spec.begin {
         Begin::Index(index) => Some(Some(index)),
         Begin::Keyword { keyword, startfrom: from } => {
+            // Redis's getKeysUsingKeySpecs: the end index itself is never compared (a
+            // keyword in the last argument has no key after it; argv[1] is the first key).
             let (start, end) = if from > 0 { (from, argc - 1) } else { (argc + from, 1) };
             let mut i = start;
-            while i >= 1 && i < argc {
+            while i != end && i >= 1 && i < argc {
                 if eq_ignore_case(&args[i as usize], keyword) {
                     return Some(Some(i + 1));
-                }
-                if i == end {
-                    break;
                 }
                 i += if start <= end { 1 } else { -1 };
             }
@@ -122,6 +121,16 @@ pub fn written_keys(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
         return None;
     }
     let mut written: Vec<usize> = command_keys(cmd, args).into_iter().filter(|(_, f)| f & KEY_WRITE != 0).map(|(p, _)| p).collect();
+    // A keyword spec finds its first keyword; a command that takes the option again writes
+    // the key after the last one (GEORADIUS ... STORE a STORE b writes b): every key after
+    // the keyword counts (capturing one too many is harmless).
+    for spec in cmd.keys.iter().filter(|s| access(s) & KEY_WRITE != 0) {
+        if let Begin::Keyword { keyword, .. } = spec.begin {
+            let after = (1..args.len().saturating_sub(1)).filter(|&i| eq_ignore_case(&args[i], keyword)).map(|i| i + 1);
+            written.extend(after);
+        }
+    }
+    written.sort_unstable();
     written.dedup();
     Some(written)
 }
@@ -313,5 +322,34 @@ mod tests {
         assert_eq!(keys(&["lmove", "a", "b", "left", "right"]), vec![(1, KEY_READ | KEY_WRITE), (2, KEY_WRITE)]);
         assert_eq!(keys(&["blpop", "a", "b", "0"]), vec![(1, KEY_READ | KEY_WRITE), (2, KEY_READ | KEY_WRITE)]);
         assert_eq!(keys(&["ping"]), vec![]);
+    }
+
+    fn written(argv: &[&str]) -> Option<Vec<usize>> {
+        let args: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let Resolved::Found(cmd) = resolve(&args) else { panic!("{argv:?} does not resolve") };
+        written_keys(cmd, &args)
+    }
+
+    #[test]
+    fn written_keys_cover_every_store_option() {
+        assert_eq!(written(&["set", "k", "v"]), Some(vec![1]));
+        assert_eq!(written(&["get", "k"]), Some(vec![]));
+        assert_eq!(written(&["lmpop", "2", "a", "b", "left"]), Some(vec![2, 3]));
+        // The handler writes the last STORE's key; every one is captured.
+        assert_eq!(written(&["georadius", "g", "0", "0", "1", "km", "store", "a", "store", "g"]), Some(vec![7, 9]));
+        assert_eq!(written(&["georadius", "g", "0", "0", "1", "km", "storedist", "d"]), Some(vec![7]));
+        // MIGRATE's key spec is incomplete: unknown before it runs.
+        assert_eq!(written(&["migrate", "h", "1", "", "0", "5", "keys", "a"]), None);
+    }
+
+    #[test]
+    fn keyword_search_stops_before_its_end_as_redis_does() {
+        let getkeys_of = |argv: &[&str]| {
+            let args: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+            let Resolved::Found(cmd) = resolve(&args) else { panic!("{argv:?} does not resolve") };
+            getkeys(cmd, &args)
+        };
+        // A STORE in the last argument names no key (Redis's loop never compares it).
+        assert_eq!(getkeys_of(&["georadius", "k", "0", "0", "1", "km", "store"]), vec![1]);
     }
 }
