@@ -172,7 +172,6 @@ TRAITS = {
     "script-sorted-pairs": "ScriptSortedPairs",
     "script-random": "ScriptRandom",
     "script-deterministic": "ScriptDeterministic",
-    "publishes": "Publishes",
     "script-body": "ScriptBody",
     "script-sha": "ScriptSha",
     "script-function": "ScriptFunction",

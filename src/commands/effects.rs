@@ -21,6 +21,9 @@ pub enum Logged {
     /// These commands instead (absolute times, what a random or blocking command did);
     /// empty: nothing to log.
     As(Vec<Vec<Bytes>>),
+    /// As sent, for replicas only and though it changed no data (PUBLISH, SPUBLISH: Redis
+    /// propagates them to replicas and never to its AOF).
+    ToReplicas,
 }
 
 /// What the executor does after the handler returns (Redis's handlers do these inline; here

@@ -3,7 +3,8 @@
 
 use super::{
     acl, bitmaps, cluster, config_cmd, connection, debug, diagnostics, dump, functions, geo, hashes, hll, info, introspection, keys, lists,
-    module, pubsub, replication, scripting, server, sets, sort, strings, transactions, zset_algebra, zsets, CmdError, Ctx, Handler,
+    module, pubsub, replication, scripting, server, sets, sort, strings, transactions, zset_algebra, zset_pops, zsets, CmdError, Ctx,
+    Handler,
 };
 use crate::protocol::Reply;
 use crate::spec::COMMAND_IDS;
@@ -193,9 +194,9 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     zsets::zremrangebyrank, // 173
     zsets::zremrangebyscore, // 174
     zsets::zremrangebylex, // 175
-    zsets::zpopmin, // 176
-    zsets::zpopmax, // 177
-    zsets::zmpop, // 178
+    zset_pops::zpopmin, // 176
+    zset_pops::zpopmax, // 177
+    zset_pops::zmpop, // 178
     zsets::zrandmember, // 179
     zset_algebra::zinter, // 180
     zset_algebra::zinterstore, // 181
@@ -214,9 +215,9 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     hll::pfadd, // 194
     hll::pfcount, // 195
     hll::pfmerge, // 196
-    zsets::bzpopmin, // 197
-    zsets::bzpopmax, // 198
-    zsets::bzmpop, // 199
+    zset_pops::bzpopmin, // 197
+    zset_pops::bzpopmax, // 198
+    zset_pops::bzmpop, // 199
     zsets::zrevrange, // 200
     zsets::zintercard, // 201
     geo::geoadd, // 202

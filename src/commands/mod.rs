@@ -36,6 +36,7 @@ mod sort;
 mod strings;
 pub mod transactions;
 mod zset_algebra;
+mod zset_pops;
 mod zsets;
 
 pub use crate::spec::{

@@ -253,6 +253,7 @@ pub fn publish_raw(
 /// PUBLISH channel message
 /// ```
 pub fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.effects.logged = super::Logged::ToReplicas;
     Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], false)))
 }
 
@@ -260,6 +261,7 @@ pub fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SPUBLISH shardchannel message
 /// ```
 pub fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    ctx.effects.logged = super::Logged::ToReplicas;
     Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], true)))
 }
 

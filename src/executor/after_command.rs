@@ -36,13 +36,10 @@ impl Executor {
                 self.invalidate_all(client);
             }
             if !effects.modified.is_empty() {
-                // One message per key, as Redis's tracking table forgets a key once told.
-                let mut keys: Vec<Bytes> = Vec::with_capacity(effects.modified.len());
-                for (_, key) in &effects.modified {
-                    if !keys.contains(key) {
-                        keys.push(key.clone());
-                    }
-                }
+                // One message per key, as Redis's tracking table forgets a key once told (a
+                // set: MSET or DEBUG POPULATE may signal a million keys).
+                let mut seen = std::collections::HashSet::with_capacity(effects.modified.len());
+                let keys: Vec<Bytes> = effects.modified.iter().filter(|(_, k)| seen.insert(k)).map(|(_, k)| k.clone()).collect();
                 self.invalidate_keys(Some(client), true, &keys);
             }
         }

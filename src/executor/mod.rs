@@ -702,7 +702,7 @@ impl Executor {
             }
         } else if let Some(change) = script_cache.filter(|_| self.recording()) {
             self.log_script_admin(client, args, change);
-        } else if cmd.is(Trait::Publishes) && !client.in_script && self.publishing_to_replicas() {
+        } else if logged == Logged::ToReplicas && !client.in_script && self.publishing_to_replicas() {
             self.log_publish(client, args);
         }
         self.signal_expired(client);

@@ -69,7 +69,8 @@ impl Executor {
     pub(super) fn log_command(&mut self, client: &Client, args: &[Bytes], logged: Logged) {
         self.log_deletions();
         match logged {
-            Logged::AsSent => self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None }),
+            // A PUBLISH changes no data: it never comes here (see `log_publish`).
+            Logged::AsSent | Logged::ToReplicas => self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None }),
             Logged::As(records) => {
                 for argv in records {
                     self.log.pending.push(Pending { db: client.db, argv, time_ms: None });

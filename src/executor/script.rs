@@ -348,7 +348,7 @@ impl ScriptBridge<'_> {
             // Flagged noscript: refused before they run.
             Next::RunScript(_) | Next::Exec | Next::Replication(_) | Next::Persist(_) | Next::Shutdown(_) => {}
         }
-        if cmd.is(Trait::Publishes) && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
+        if logged == Logged::ToReplicas && self.effects && !reply.is_error() && self.exec.publishing_to_replicas() {
             self.outcome.published = true;
             self.outcome.effects.push(Effect { db, argv: argv.clone(), repl });
         }
@@ -358,7 +358,7 @@ impl ScriptBridge<'_> {
             if self.effects {
                 match logged {
                     Logged::As(forms) => self.outcome.effects.extend(forms.into_iter().map(|argv| Effect { db, argv, repl })),
-                    Logged::AsSent => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
+                    Logged::AsSent | Logged::ToReplicas => self.outcome.effects.push(Effect { db, argv: std::mem::take(argv), repl }),
                 }
             }
         }

@@ -118,8 +118,6 @@ pub enum Trait {
     /// Not random for a script despite Redis's `nondeterministic_output` tip (time is frozen
     /// in a script and travels with its record: TTL, PTTL).
     ScriptDeterministic,
-    /// Its message goes to replicas through the log (PUBLISH, SPUBLISH).
-    Publishes,
     /// Runs the script given as its first argument (EVAL, EVAL_RO): its shebang declares
     /// the flags the pre-run checks use.
     ScriptBody,
