@@ -182,6 +182,9 @@ pub struct BlockRequest {
     /// Absolute ms; `None` blocks forever.
     pub deadline_ms: Option<i64>,
     pub timeout_reply: crate::protocol::Reply,
+    /// The command to run again when a key is ready, if not the one sent (XREAD's `$`
+    /// becomes the ID it stood for when the client blocked).
+    pub rerun: Option<Vec<Bytes>>,
 }
 
 /// What a blocked client waits for (Redis's `btype`).
@@ -189,15 +192,26 @@ pub struct BlockRequest {
 pub enum BlockKind {
     List,
     ZSet,
+    /// XREAD: new entries of a stream.
+    Stream,
+    /// XREADGROUP: new entries for a group, or an error when the stream or the group goes.
+    StreamGroup,
     /// No key: WAIT, or a client held at a command (a pause, a full output).
     NoKey,
 }
 
 impl BlockKind {
-    /// Whether `value` can serve a client waiting for this kind.
-    pub fn served_by(self, value: &crate::db::Value) -> bool {
+    /// Whether a ready key holding `value` (`None`: gone) is for a client waiting for this
+    /// kind: XREADGROUP waiters hear of a stream that went (Redis 7.0 answers them).
+    pub fn served_by(self, value: Option<&crate::db::Value>) -> bool {
         use crate::db::Value;
-        matches!((self, value), (BlockKind::List, Value::List(_)) | (BlockKind::ZSet, Value::ZSet(_)))
+        matches!(
+            (self, value),
+            (BlockKind::List, Some(Value::List(_)))
+                | (BlockKind::ZSet, Some(Value::ZSet(_)))
+                | (BlockKind::Stream, Some(Value::Stream(_)))
+                | (BlockKind::StreamGroup, _)
+        )
     }
 }
 
@@ -724,5 +738,9 @@ pub fn build_limits(c: &crate::config::Config) -> crate::db::BuildLimits {
         max_intset: c.get_int(P::SetMaxIntsetEntries).max(0) as u64,
         zset_entries: c.get_int(P::ZsetMaxListpackEntries),
         zset_value: c.get_int(P::ZsetMaxListpackValue),
+        stream: crate::db::stream::NodeLimits {
+            max_bytes: c.get_int(P::StreamNodeMaxBytes).max(0) as u64,
+            max_entries: c.get_int(P::StreamNodeMaxEntries).max(0) as u64,
+        },
     }
 }

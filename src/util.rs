@@ -56,6 +56,36 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Redis's `string2ull`: `string2ll` when that reads a non-negative number, else C's
+/// `strtoull` over the whole string (leading spaces, a sign, leading zeros; a `-` negates,
+/// as strtoull does).
+pub fn parse_u64_strict(s: &[u8]) -> Option<u64> {
+    if let Some(v) = parse_i64(s) {
+        return u64::try_from(v).ok();
+    }
+    let mut i = s.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits = &s[i..];
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
 /// An I/O error as C's `strerror` words it (Rust's text adds " (os error N)").
 pub fn strerror(e: &std::io::Error) -> String {
     let text = e.to_string();

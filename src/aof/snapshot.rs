@@ -17,18 +17,22 @@
 //!
 //! Version 3 adds the function libraries after the script table (`u64 count`, then each
 //! library's code as bytes). Versions 1 and 2 load with no libraries.
+//!
+//! Version 4 adds streams (type 6, see [`encode_stream`]); older files hold none and load
+//! as before.
 
 use bytes::Bytes;
 
 use crate::db::hash::HashValue;
 use crate::db::list::ListValue;
 use crate::db::set::SetValue;
+use crate::db::stream::{Consumer, Group, Nack, StreamId, StreamValue};
 use crate::db::zset::ZSetValue;
 use crate::db::{Entry, Keyspace};
 use crate::db::{StrEncoding, StrValue, Value};
 
 pub const MAGIC: &[u8; 8] = b"VMLNSNAP";
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 4 + 8;
 const END_OF_DBS: u32 = u32::MAX;
 
@@ -37,6 +41,7 @@ const T_LIST: u8 = 1;
 const T_SET: u8 = 2;
 const T_ZSET: u8 = 3;
 const T_HASH: u8 = 4;
+const T_STREAM: u8 = 6;
 
 fn cfg() -> bincode::config::Configuration {
     bincode::config::standard()
@@ -96,8 +101,57 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
                 e.put(v);
             }
         }
+        Value::Stream(s) => {
+            e.put(&T_STREAM);
+            encode_stream(&mut e, s);
+        }
     }
     *out = e.0;
+}
+
+fn put_id(e: &mut Enc, id: StreamId) {
+    e.put(&id.ms);
+    e.put(&id.seq);
+}
+
+/// A stream: its counters (last ID, recorded first ID, largest deleted ID, entries added),
+/// its live entries (`u64 count`; each ID, `u64 count` of pairs, field and value bytes),
+/// then its groups (`u64 count`; each name, last ID, entries read `i64`, its pending
+/// entries: ID, delivery time, delivery count, consumer name; its consumers: name, seen
+/// time).
+fn encode_stream(e: &mut Enc, s: &StreamValue) {
+    for id in [s.last_id, s.first_id, s.max_deleted_id] {
+        put_id(e, id);
+    }
+    e.put(&s.entries_added);
+    let entries = s.all();
+    e.put(&(entries.len() as u64));
+    for (id, fields) in entries {
+        put_id(e, id);
+        e.put(&(fields.len() as u64));
+        for (f, v) in fields {
+            e.put(&f[..]);
+            e.put(&v[..]);
+        }
+    }
+    e.put(&(s.groups.len() as u64));
+    for (name, g) in &s.groups {
+        e.put(&name[..]);
+        put_id(e, g.last_id);
+        e.put(&g.entries_read);
+        e.put(&(g.pel.len() as u64));
+        for (id, n) in &g.pel {
+            put_id(e, *id);
+            e.put(&n.delivery_time);
+            e.put(&n.delivery_count);
+            e.put(&n.consumer[..]);
+        }
+        e.put(&(g.consumers.len() as u64));
+        for (cname, c) in &g.consumers {
+            e.put(&cname[..]);
+            e.put(&c.seen_time);
+        }
+    }
 }
 
 /// The scripting state a snapshot carries: the cached scripts' bodies and the function
@@ -196,6 +250,57 @@ impl<'a> Dec<'a> {
         Ok(n as usize)
     }
 
+    fn id(&mut self) -> Result<StreamId, SnapshotError> {
+        Ok(StreamId::new(self.get()?, self.get()?))
+    }
+
+    /// The inverse of [`encode_stream`], every ID order and reference checked.
+    fn stream(&mut self, limits: &BuildLimits) -> Result<StreamValue, SnapshotError> {
+        let (last_id, first_id, max_deleted_id) = (self.id()?, self.id()?, self.id()?);
+        let entries_added: u64 = self.get()?;
+        let mut s = StreamValue::new();
+        let mut prev = None;
+        for _ in 0..self.count()? {
+            let id = self.id()?;
+            if prev.is_some_and(|p| p >= id) || id > last_id {
+                return Err(self.err("stream entries out of order"));
+            }
+            prev = Some(id);
+            let n = self.count()?;
+            let mut pairs = Vec::with_capacity(n * 2);
+            for _ in 0..n * 2 {
+                pairs.push(Bytes::copy_from_slice(self.bytes()?));
+            }
+            s.append(id, &pairs, limits.stream);
+        }
+        s.last_id = last_id;
+        s.first_id = first_id;
+        s.max_deleted_id = max_deleted_id;
+        s.entries_added = entries_added;
+        for _ in 0..self.count()? {
+            let name = Bytes::copy_from_slice(self.bytes()?);
+            let mut g = Group::new(self.id()?, self.get()?);
+            for _ in 0..self.count()? {
+                let id = self.id()?;
+                let (delivery_time, delivery_count) = (self.get()?, self.get()?);
+                let consumer = Bytes::copy_from_slice(self.bytes()?);
+                g.pel.insert(id, Nack { delivery_time, delivery_count, consumer });
+            }
+            for _ in 0..self.count()? {
+                let cname = Bytes::copy_from_slice(self.bytes()?);
+                g.consumers.insert(cname, Consumer { seen_time: self.get()?, pel: Default::default() });
+            }
+            for (id, n) in &g.pel {
+                let Some(c) = g.consumers.get_mut(&n.consumer) else {
+                    return Err(self.err("pending entry of an unknown consumer"));
+                };
+                c.pel.insert(*id);
+            }
+            s.groups.insert(name, g);
+        }
+        Ok(s)
+    }
+
     fn value(&mut self, limits: &BuildLimits) -> Result<Value, SnapshotError> {
         let at = self.pos;
         let tag: u8 = self.get()?;
@@ -249,6 +354,7 @@ impl<'a> Dec<'a> {
                 }
                 Value::Hash(h)
             }
+            T_STREAM => Value::Stream(Box::new(self.stream(limits)?)),
             _ => return Err(SnapshotError { offset: at, reason: format!("unknown value type {tag}") }),
         })
     }

@@ -158,6 +158,20 @@ impl Ctx<'_> {
         }
     }
 
+    /// `key` may serve clients blocked on it though it was not created (Redis's
+    /// `signalKeyAsReady`: XADD to a stream, XGROUP DESTROY, a stream deleted or
+    /// overwritten, whose XREADGROUP waiters are then answered with an error).
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        self.signal_created(key);
+    }
+
+    /// Signals `key` of `db` ready if it holds a stream about to be deleted or replaced.
+    fn signal_if_stream(&mut self, db: usize, key: &[u8]) {
+        if self.effects.listened && matches!(self.ks.db(db).peek(key).map(|e| &e.value), Some(crate::db::Value::Stream(_))) {
+            self.signal_created_db(db, key);
+        }
+    }
+
     /// The call is logged as `records` instead of its argv (none: logged as nothing).
     pub fn log_as(&mut self, records: Vec<Vec<Bytes>>) {
         self.effects.logged = Logged::As(records);
@@ -176,6 +190,7 @@ impl Ctx<'_> {
         let db = self.client.db;
         let lru = crate::db::lru_clock(self.now_ms);
         let keep_lru = self.server.settings.lfu_policy;
+        self.signal_if_stream(db, key);
         let created = self.ks.db_mut(db).upsert(key, value, expire_at, lru, keep_lru);
         if created {
             self.notify(crate::notify::NEW, "new", key);
@@ -188,6 +203,7 @@ impl Ctx<'_> {
     /// Deletes `key` from database `db` (Redis's `dbDelete`) and signals it; the entry it
     /// held, `None` when there was none (nothing signalled).
     pub fn remove_in(&mut self, db: usize, key: &[u8]) -> Option<crate::db::Entry> {
+        self.signal_if_stream(db, key);
         let entry = self.ks.db_mut(db).remove(key)?;
         self.signal_modified_db(db, key);
         Some(entry)
@@ -256,6 +272,7 @@ impl Ctx<'_> {
     pub fn empty_db(&mut self, db: usize) -> usize {
         self.touch_all_watched_in(db, None);
         self.effects.signals.flushed = true;
+        self.effects.signals.rescan.push(db);
         self.ks.db_mut(db).clear()
     }
 
@@ -263,6 +280,7 @@ impl Ctx<'_> {
     pub fn empty_all(&mut self) -> usize {
         for db in 0..self.ks.dbs.len() {
             self.touch_all_watched_in(db, None);
+            self.effects.signals.rescan.push(db);
         }
         self.effects.signals.flushed = true;
         self.ks.flush_all()
@@ -292,7 +310,11 @@ impl Ctx<'_> {
     /// STORE with an empty result does); whether it existed. Counts one change.
     pub fn delete_key(&mut self, key: &[u8]) -> bool {
         let (db, now) = (self.client.db, self.now_ms);
-        if !self.ks.exists(db, key, now) || self.ks.db_mut(db).remove(key).is_none() {
+        if !self.ks.exists(db, key, now) {
+            return false;
+        }
+        self.signal_if_stream(db, key);
+        if self.ks.db_mut(db).remove(key).is_none() {
             return false;
         }
         self.signal_modified(key);

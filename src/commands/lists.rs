@@ -573,6 +573,7 @@ fn block(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<i64>) -> Reply {
         keys: keys.to_vec(),
         deadline_ms,
         timeout_reply: Reply::NilArray,
+        rerun: None,
     })));
     Reply::NoReply
 }

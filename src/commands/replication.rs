@@ -165,6 +165,7 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         keys: Vec::new(),
         deadline_ms,
         timeout_reply: Reply::Int(count as i64),
+        rerun: None,
     })));
     Ok(Reply::NoReply)
 }

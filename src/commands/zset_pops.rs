@@ -177,6 +177,7 @@ fn blocking_pop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: Option<i64>
         keys: keys.to_vec(),
         deadline_ms,
         timeout_reply: Reply::NilArray,
+        rerun: None,
     })));
     Ok(Reply::NoReply)
 }

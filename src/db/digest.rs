@@ -29,6 +29,7 @@ fn object_digest(digest: &mut D, entry: &Entry) {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     };
     mix_digest(digest, &type_id.to_be_bytes());
     match &entry.value {
@@ -57,6 +58,16 @@ fn object_digest(digest: &mut D, entry: &Entry) {
                 mix_digest(&mut ele, f);
                 mix_digest(&mut ele, v);
                 xor_digest(digest, &ele);
+            }
+        }
+        // Entries only, as Redis's debug.c: `ms.seq`, then each field and value.
+        Value::Stream(s) => {
+            for (id, fields) in s.all() {
+                mix_digest(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                for (f, v) in fields {
+                    mix_digest(digest, &f);
+                    mix_digest(digest, &v);
+                }
             }
         }
     }

@@ -12,6 +12,8 @@ pub mod list;
 pub mod rdb;
 pub mod set;
 mod siphash;
+pub mod stream;
+mod stream_group;
 mod table;
 mod value;
 pub mod zset;
@@ -28,11 +30,18 @@ pub struct BuildLimits {
     pub max_intset: u64,
     pub zset_entries: i64,
     pub zset_value: i64,
+    pub stream: stream::NodeLimits,
 }
 
 impl Default for BuildLimits {
     fn default() -> Self {
-        BuildLimits { hash: hash::HashLimits::default(), max_intset: 512, zset_entries: 128, zset_value: 64 }
+        BuildLimits {
+            hash: hash::HashLimits::default(),
+            max_intset: 512,
+            zset_entries: 128,
+            zset_value: 64,
+            stream: stream::NodeLimits::default(),
+        }
     }
 }
 

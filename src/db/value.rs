@@ -3,6 +3,7 @@
 use super::hash::HashValue;
 use super::list::ListValue;
 use super::set::SetValue;
+use super::stream::StreamValue;
 use super::zset::ZSetValue;
 
 /// A key's value. Each collection type lives in its own module, which owns its representation,
@@ -17,6 +18,7 @@ pub enum Value {
     Hash(HashValue),
     Set(Box<SetValue>),
     ZSet(Box<ZSetValue>),
+    Stream(Box<StreamValue>),
 }
 
 /// A string value and the encoding Redis would report for it.
@@ -63,6 +65,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -82,6 +85,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -93,6 +97,7 @@ impl Value {
             Value::Hash(h) => h.mem_usage(),
             Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
+            Value::Stream(s) => s.mem_usage(),
         }
     }
 }

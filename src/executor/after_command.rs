@@ -57,11 +57,10 @@ impl Executor {
             for db in &effects.rescan {
                 let waited: Vec<Bytes> = self.waiters.by_key.keys().filter(|(d, _)| d == db).map(|(_, k)| k.clone()).collect();
                 for key in waited {
-                    // Present, expired or not: nothing is deleted (and logged) here, before
-                    // the SWAPDB's own record; serving expires it if due.
-                    if self.ks.db(*db).peek(&key).is_some() {
-                        self.signal_key(*db, key);
-                    }
+                    // Present or not (a stream that went answers its XREADGROUP waiters);
+                    // nothing is deleted (and logged) here, before the command's own record:
+                    // serving expires a key if due.
+                    self.signal_key(*db, key);
                 }
             }
         }

@@ -38,11 +38,14 @@ impl Executor {
     pub(super) fn park(
         &mut self,
         client: &mut Client,
-        cmds: Vec<Vec<Bytes>>,
+        mut cmds: Vec<Vec<Bytes>>,
         index: usize,
-        request: BlockRequest,
+        mut request: BlockRequest,
         protocol_error: Option<String>,
     ) {
+        if let Some(argv) = request.rerun.take() {
+            cmds[index] = argv;
+        }
         for key in &request.keys {
             let queue = self.waiters.by_key.entry((client.db, key.clone())).or_default();
             if !queue.contains(&client.id) {
@@ -109,20 +112,21 @@ impl Executor {
 
     fn serve_keys(&mut self) {
         while let Some(slot) = self.waiters.ready.pop_front() {
+            // Waiters tried and left blocked: the others may still take something (stream
+            // readers each wait for entries past their own ID).
+            let mut tried: Vec<ClientId> = Vec::new();
             loop {
                 // Served only from a key of the type it waits for (checked now, at serve
                 // time: the key may have changed again since it was signalled). The first
                 // waiter in blocking order of that type is served.
-                if !self.ks.exists(slot.0, &slot.1, self.now_ms) {
-                    break;
-                }
-                let Some(value) = self.ks.db(slot.0).peek(&slot.1).map(|e| &e.value) else {
-                    break;
+                let value = match self.ks.exists(slot.0, &slot.1, self.now_ms) {
+                    true => self.ks.db(slot.0).peek(&slot.1).map(|e| &e.value),
+                    false => None,
                 };
                 let clients = &self.server.clients;
                 let waiting = |id: &ClientId| {
                     let kind = clients.get(id).and_then(|c| c.blocked.as_ref()).map(|b| b.kind);
-                    kind.is_none_or(|k| k.served_by(value))
+                    !tried.contains(id) && kind.is_none_or(|k| k.served_by(value))
                 };
                 let Some(&id) = self.waiters.by_key.get(&slot).and_then(|q| q.iter().find(|id| waiting(id))) else {
                     break;
@@ -144,7 +148,8 @@ impl Executor {
                     // Nothing it can take after all: it keeps its place.
                     client.blocked = Some(blocked);
                     self.server.clients.insert(id, client);
-                    break;
+                    tried.push(id);
+                    continue;
                 }
                 self.unpark(id, &blocked);
                 self.emit(&mut client, &reply);
