@@ -53,7 +53,7 @@ pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         range = Some((min_idle, start, end, count, consumer));
     }
     let (key, group) = (&args[1], &args[2]);
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     let s = read(ctx, key, pick)?;
     let Some(g) = s.and_then(|s| s.groups.get(group)) else { return Err(no_group(key, group)) };
     let Some((min_idle, start, end, count, consumer)) = range else {
@@ -154,7 +154,7 @@ fn claim_one(
 /// ```
 pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     if read(ctx, key, pick)?.and_then(|s| s.groups.get(group)).is_none() {
         return Err(no_group(key, group));
     }
@@ -261,7 +261,7 @@ fn finish_claim(ctx: &mut Ctx<'_>, key: &Bytes, created: bool, records: Vec<Vec<
 /// ```
 pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     let min_idle = int_or(&args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
     let start = range_bound(&args[5], true)?;
     let mut count: i64 = 100;

@@ -139,7 +139,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdErr
 pub fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     check(ctx, args, "createconsumer")?;
     let (key, group, consumer) = (&args[2], &args[3], &args[4]);
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     let created = modify(ctx, key, pick_mut, never_empty, |s| s.groups.get_mut(group).is_some_and(|g| g.create_consumer(consumer, now)))?
         .unwrap_or(false);
     if created {

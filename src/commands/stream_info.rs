@@ -191,7 +191,7 @@ pub fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
 /// XINFO CONSUMERS key group
 /// ```
 pub fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     let s = stream_of(ctx, &args[2])?;
     let Some(g) = s.groups.get(&args[3]) else {
         return Err(CmdError::other(format!(

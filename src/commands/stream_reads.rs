@@ -304,7 +304,7 @@ fn deliver(
     noack: bool,
     logged: &mut Vec<Vec<Bytes>>,
 ) -> Result<Reply, CmdError> {
-    let now = ctx.now_ms;
+    let now = super::streams::wall_ms(ctx);
     let out = modify(ctx, key, pick_mut, never_empty, |s| {
         let mut created = false;
         if let Some(g) = s.groups.get_mut(group) {

@@ -36,6 +36,17 @@ pub(super) fn new_stream() -> Value {
     Value::Stream(Box::default())
 }
 
+/// The time consumers and pending entries record: the command's, except while the log is
+/// replayed with the clock at zero (so nothing expires): then the wall clock, as a Redis
+/// replica stamps what it applies with its own time (the logged XCLAIMs carry their TIME).
+pub(super) fn wall_ms(ctx: &Ctx<'_>) -> i64 {
+    if ctx.now_ms == 0 {
+        crate::clock::now_ms()
+    } else {
+        ctx.now_ms
+    }
+}
+
 pub(super) fn invalid_id() -> CmdError {
     CmdError::other("ERR Invalid stream ID specified as stream command argument")
 }
