@@ -7,7 +7,11 @@
 #   BASELINE=/tmp/vermilion-before benches/cpu-per-request.sh   # adds a third column: an older build
 #
 # Environment: ROUNDS (3), N (requests per run, 200000), CLIENTS (50), PIPELINES ("1 16"),
-# TESTS ("PING SET GET INCR LPUSH SADD HSET ZADD EVALSHA").
+# TESTS ("PING SET GET INCR LPUSH SADD HSET ZADD EVALSHA XADD XRANGE10 XREADGROUP XACK").
+# The stream rows: XADD of 3 fields with `*`; XRANGE - + COUNT 10 and XREADGROUP COUNT 1 `>`
+# on a stream filled first with enough entries (IDs 1-0, 2-0, ...) that every XREADGROUP of
+# every run gets one; XACK of random IDs among the first 100,000 (those the XREADGROUP rows
+# delivered are pending).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/common.sh
@@ -16,7 +20,7 @@ ROUNDS=${ROUNDS:-3}
 N=${N:-200000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-"1 16"}
-TESTS=${TESTS:-"PING SET GET INCR LPUSH SADD HSET ZADD EVALSHA"}
+TESTS=${TESTS:-"PING SET GET INCR LPUSH SADD HSET ZADD EVALSHA XADD XRANGE10 XREADGROUP XACK"}
 VBIN=${VBIN:-target/release/vermilion-server}
 BASELINE=${BASELINE:-}
 [ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
@@ -55,6 +59,10 @@ run() {
     SADD) args=(sadd myset "element:__rand_int__") ;;
     HSET) args=(hset "myhash" "element:__rand_int__" xxx) ;;
     ZADD) args=(zadd myzset 1 "element:__rand_int__") ;;
+    XADD) args=(xadd xs '*' f1 v1 f2 v2 f3 v3) ;;
+    XRANGE10) args=(xrange gs - + count 10) ;;
+    XREADGROUP) args=(xreadgroup group g c count 1 streams gs '>') ;;
+    XACK) args=(xack gs g "__rand_int__-0") ;;
   esac
   before=$(cpu_ticks "$pid")
   rps=$("${CLIENT_CPU[@]}" redis-benchmark -p "$p" -n "$N" -c "$CLIENTS" -P "$pipe" -r 100000 -q --csv "${args[@]}" 2>/dev/null |
@@ -72,9 +80,22 @@ if [ -n "$BASELINE" ]; then
   start base "$BASELINE"
   SERVERS=(redis base ours)
 fi
+# The stream the XREADGROUP rows consume: one entry per request of every run.
+FILL=$((N * ROUNDS * $(echo $PIPELINES | wc -w) + 1000))
+python3 -c "
+import sys
+w = sys.stdout.write
+for i in range(1, $FILL + 1):
+    id = '%d-0' % i
+    w('*9\r\n\$4\r\nXADD\r\n\$2\r\ngs\r\n\$%d\r\n%s\r\n' % (len(id), id) + '\$2\r\nf1\r\n\$2\r\nv1\r\n\$2\r\nf2\r\n\$2\r\nv2\r\n\$2\r\nf3\r\n\$2\r\nv3\r\n')
+" >"$TMP/gs.resp"
 for s in "${SERVERS[@]}"; do
   eval "p=\$PORT_$s"
   SHA=$(redis-cli -p "$p" script load "redis.call('set', KEYS[1], ARGV[1]) return 1")
+  case " $TESTS " in *" X"*)
+    redis-cli -p "$p" --pipe <"$TMP/gs.resp" >/dev/null
+    redis-cli -p "$p" xgroup create gs g 0 >/dev/null ;;
+  esac
 done
 
 printf '%-10s %3s' test P

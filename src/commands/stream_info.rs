@@ -70,6 +70,8 @@ fn rax_nodes(keys: &[[u8; 16]]) -> i64 {
 /// XINFO STREAM key [FULL [COUNT count]]
 /// ```
 pub fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // The key first, then the options, as Redis looks them up.
+    let s = stream_of(ctx, &args[2])?;
     let opts = &args[3..];
     let (full, count) = match opts.len() {
         0 => (false, 10),
@@ -91,7 +93,6 @@ pub fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
         }
         _ => return Err(subcommand_syntax_error(args)),
     };
-    let s = stream_of(ctx, &args[2])?;
     let masters: Vec<[u8; 16]> = s.layout().iter().map(|(id, _, _)| id.encode()).collect();
     let mut map = vec![
         (field("length"), Reply::Int(s.len() as i64)),

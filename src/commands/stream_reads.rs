@@ -257,20 +257,21 @@ fn block_again(ctx: &mut Ctx<'_>, r: &ReadArgs, keys: &[Bytes]) -> Result<Reply,
 
 /// The record that gives `id` to its consumer on replay (Redis's `streamPropagateXCLAIM`).
 pub(super) fn xclaim_record(key: &Bytes, group: &Bytes, id: StreamId, nack: &crate::db::stream::Nack, last_id: StreamId) -> Vec<Bytes> {
+    let word = Bytes::from_static;
     vec![
-        arg("XCLAIM"),
+        word(b"XCLAIM"),
         key.clone(),
         group.clone(),
         nack.consumer.clone(),
-        arg("0"),
+        word(b"0"),
         id.to_bytes(),
-        arg("TIME"),
-        arg(&nack.delivery_time.to_string()),
-        arg("RETRYCOUNT"),
-        arg(&nack.delivery_count.to_string()),
-        arg("FORCE"),
-        arg("JUSTID"),
-        arg("LASTID"),
+        word(b"TIME"),
+        Bytes::from(nack.delivery_time.to_string()),
+        word(b"RETRYCOUNT"),
+        Bytes::from(nack.delivery_count.to_string()),
+        word(b"FORCE"),
+        word(b"JUSTID"),
+        word(b"LASTID"),
         last_id.to_bytes(),
     ]
 }
@@ -278,14 +279,15 @@ pub(super) fn xclaim_record(key: &Bytes, group: &Bytes, id: StreamId, nack: &cra
 /// The record that sets a group's last ID and read counter on replay
 /// (`streamPropagateGroupID`).
 pub(super) fn setid_record(key: &Bytes, group: &Bytes, g: &crate::db::stream::Group) -> Vec<Bytes> {
+    let word = Bytes::from_static;
     vec![
-        arg("XGROUP"),
-        arg("SETID"),
+        word(b"XGROUP"),
+        word(b"SETID"),
         key.clone(),
         group.clone(),
         g.last_id.to_bytes(),
-        arg("ENTRIESREAD"),
-        arg(&g.entries_read.to_string()),
+        word(b"ENTRIESREAD"),
+        Bytes::from(g.entries_read.to_string()),
     ]
 }
 

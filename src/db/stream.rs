@@ -281,14 +281,12 @@ impl Node {
         out
     }
 
-    fn fields_of(&self, at: &At) -> Vec<(Bytes, Bytes)> {
+    /// The fields and values of the entry at `at`; `master` is the node's master fields.
+    fn fields_of(&self, at: &At, master: &[&[u8]]) -> Vec<(Bytes, Bytes)> {
         let buf = &self.buf;
         let mut pos = at.body;
         if at.flags & SAMEFIELDS != 0 {
-            self.master_fields()
-                .into_iter()
-                .map(|f| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(get_bytes(buf, &mut pos))))
-                .collect()
+            master.iter().map(|f| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(get_bytes(buf, &mut pos)))).collect()
         } else {
             let n = get_varint(buf, &mut pos);
             (0..n)
@@ -386,6 +384,13 @@ impl StreamValue {
             }
         };
         if full {
+            // The closed node gives back its growth room (Redis's lpShrinkToFit).
+            if let Some(mut last) = self.nodes.last_entry() {
+                let node = last.get_mut();
+                let before = node.buf.capacity();
+                node.buf.shrink_to_fit();
+                self.node_bytes -= before - node.buf.capacity();
+            }
             let fields: Vec<&[u8]> = pairs.iter().step_by(2).map(|f| &f[..]).collect();
             self.nodes.insert(id, Node::new(&fields));
         }
@@ -454,21 +459,37 @@ impl StreamValue {
         self.range(start, end, rev, count).into_iter().map(|(id, _)| id).collect()
     }
 
-    /// Calls `f` on each live entry in range until it returns false.
+    /// Calls `f` on each live entry in range until it returns false. Forward, a node is
+    /// decoded only as far as needed (XRANGE ... COUNT 10 reads 10 entries, not the node).
     fn visit(&self, start: StreamId, end: StreamId, rev: bool, mut f: impl FnMut(StreamId, Vec<(Bytes, Bytes)>) -> bool) {
         let from = self.node_key_for(start).unwrap_or(start);
-        let nodes: Box<dyn Iterator<Item = (&StreamId, &Node)>> =
-            if rev { Box::new(self.nodes.range(from..=end).rev()) } else { Box::new(self.nodes.range(from..=end)) };
-        for (&master, node) in nodes {
-            let mut entries = node.entries(master);
-            if rev {
-                entries.reverse();
+        if rev {
+            for (&master, node) in self.nodes.range(from..=end).rev() {
+                let fields = node.master_fields();
+                for at in node.entries(master).iter().rev() {
+                    if at.flags & DELETED != 0 || at.id < start || at.id > end {
+                        continue;
+                    }
+                    if !f(at.id, node.fields_of(at, &fields)) {
+                        return;
+                    }
+                }
             }
-            for at in entries {
-                if at.flags & DELETED != 0 || at.id < start || at.id > end {
+            return;
+        }
+        for (&master, node) in self.nodes.range(from..=end) {
+            let fields = node.master_fields();
+            let mut pos = node.entries_at as usize;
+            while pos < node.buf.len() {
+                let at = node.entry_at(master, pos, fields.len());
+                pos = at.end;
+                if at.id > end {
+                    return;
+                }
+                if at.flags & DELETED != 0 || at.id < start {
                     continue;
                 }
-                if !f(at.id, node.fields_of(&at)) {
+                if !f(at.id, node.fields_of(&at, &fields)) {
                     return;
                 }
             }
