@@ -5,7 +5,8 @@
 # Rows: LPUSH, RPOP, LRANGE_100, SADD, SPOP, HSET, ZADD (redis-benchmark's own tests),
 # ZRANGEBYSCORE on a 100k-member sorted set, GEOADD, and GEOSEARCH (radius 5 km) on a key of
 # GEO_MEMBERS (default 1,000,000) members spread over a 100 km square.
-# Then memory: 1,000,000 small hashes and 1,000,000 sorted-set members, compared as the growth
+# Then memory: 1,000,000 small hashes, 1,000,000 sorted-set members and 1,000,000 stream entries
+# (XADD s * f1 v1 f2 v2 f3 v3: IDs from each server's clock), compared as the growth
 # of Redis's used_memory and of Vermilion's resident set size (what the process really holds).
 #
 # Each row is the best of ROUNDS runs per server, alternating. With PIN=1 (the default on a
@@ -91,7 +92,7 @@ done
 
 [ "${SKIP_MEMORY:-0}" = 1 ] && exit 0
 echo
-echo "memory for $MEM_KEYS small hashes (HSET key:i f v) and $MEM_KEYS sorted-set members"
+echo "memory for $MEM_KEYS small hashes (HSET key:i f v), $MEM_KEYS sorted-set members and $MEM_KEYS stream entries"
 stop; start
 used() { redis-cli -p "$RPORT" info memory | awk -F: '/^used_memory:/ {print $2+0}'; }
 rss() { awk '{print $2 * 4096}' "/proc/$VPID/statm"; }
@@ -120,3 +121,7 @@ for i in range(0,n,100):
     for j in range(i,min(n,i+100)):
         a+=[str(j),"member:%d"%j]
     sys.stdout.write("*%d\r\n"%len(a)+"".join("$%d\r\n%s\r\n"%(len(x),x) for x in a))'
+measure stream_entries 'import sys
+n=int(sys.argv[1])
+e="*9\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n$2\r\nf1\r\n$2\r\nv1\r\n$2\r\nf2\r\n$2\r\nv2\r\n$2\r\nf3\r\n$2\r\nv3\r\n"
+sys.stdout.write(e*n)'

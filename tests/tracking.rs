@@ -86,6 +86,19 @@ fn invalidations_match_redis() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     frames(&mut d, 1, "GET e", 1, &mut f);
     frames(&mut d, 0, "PING", 2, &mut f);
+    // Streams: reads remember the key, XADD/XDEL/XTRIM invalidate it, XACK (no
+    // signalModifiedKey in Redis) does not.
+    frames(&mut d, 1, "XADD st 1-1 f v", 1, &mut f);
+    frames(&mut d, 0, "XRANGE st - +", 1, &mut f);
+    frames(&mut d, 1, "XADD st 2-1 f v", 1, &mut f);
+    frames(&mut d, 0, "PING", 2, &mut f);
+    frames(&mut d, 0, "XREAD STREAMS st 0", 1, &mut f);
+    frames(&mut d, 1, "XGROUP CREATE st g 0", 1, &mut f);
+    frames(&mut d, 1, "XREADGROUP GROUP g c STREAMS st >", 1, &mut f);
+    frames(&mut d, 1, "XACK st g 1-1", 1, &mut f);
+    frames(&mut d, 0, "PING", 1, &mut f);
+    frames(&mut d, 1, "XDEL st 1-1", 1, &mut f);
+    frames(&mut d, 0, "PING", 2, &mut f);
     // FLUSHALL: everything goes (a null key list).
     frames(&mut d, 0, "GET k", 1, &mut f);
     frames(&mut d, 1, "FLUSHALL", 1, &mut f);

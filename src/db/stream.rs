@@ -392,7 +392,9 @@ impl StreamValue {
                 self.node_bytes -= before - node.buf.capacity();
             }
             let fields: Vec<&[u8]> = pairs.iter().step_by(2).map(|f| &f[..]).collect();
-            self.nodes.insert(id, Node::new(&fields));
+            let node = Node::new(&fields);
+            self.node_bytes += node.buf.capacity();
+            self.nodes.insert(id, node);
         }
         let Some(mut last) = self.nodes.last_entry() else { return };
         let master = *last.key();
