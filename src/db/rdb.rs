@@ -5,9 +5,12 @@
 //! LZF encodings; lists as linked lists, ziplists, quicklists of ziplists or listpacks; sets
 //! as intsets or string sets; hashes and sorted sets as ziplists, listpacks or plain pairs),
 //! with every length checked: a payload is untrusted input. `encode` writes the plain forms
-//! (string, list, set, hash, zset-2), which Redis 7.0 loads into its own encodings.
+//! (string, list, set, hash, zset-2), which Redis 7.0 loads into its own encodings. Streams
+//! (types 15 and 19, read and written) are in `rdb_stream`.
 
 use bytes::Bytes;
+
+pub use super::rdb_stream::{encode_stream, RdbStream};
 
 /// The RDB version of Redis 7.0; payloads of a later version are refused, as in Redis.
 pub const RDB_VERSION: u16 = 10;
@@ -23,9 +26,11 @@ const T_SET_INTSET: u8 = 11;
 const T_ZSET_ZIPLIST: u8 = 12;
 const T_HASH_ZIPLIST: u8 = 13;
 const T_LIST_QUICKLIST: u8 = 14;
+const T_STREAM_LISTPACKS: u8 = 15;
 const T_HASH_LISTPACK: u8 = 16;
 const T_ZSET_LISTPACK: u8 = 17;
 const T_LIST_QUICKLIST_2: u8 = 18;
+const T_STREAM_LISTPACKS_2: u8 = 19;
 
 /// A decoded value, before it is given the server's encodings.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +40,7 @@ pub enum Decoded {
     Set(Vec<Bytes>),
     Hash(Vec<(Bytes, Bytes)>),
     ZSet(Vec<(Bytes, f64)>),
+    Stream(Box<RdbStream>),
 }
 
 impl Decoded {
@@ -79,6 +85,8 @@ impl Decoded {
                 }
                 Value::ZSet(Box::new(z))
             }
+            // TODO(streams): StreamValue::from_rdb
+            Decoded::Stream(_) => return Err(BAD),
         })
     }
 }
@@ -253,6 +261,9 @@ impl<'a> Reader<'a> {
             T_ZSET_ZIPLIST => Decoded::ZSet(scored(ziplist(&self.string()?)?)?),
             T_HASH_LISTPACK => Decoded::Hash(pairs(listpack(&self.string()?)?)?),
             T_ZSET_LISTPACK => Decoded::ZSet(scored(listpack(&self.string()?)?)?),
+            T_STREAM_LISTPACKS | T_STREAM_LISTPACKS_2 => {
+                Decoded::Stream(Box::new(super::rdb_stream::read(self, kind == T_STREAM_LISTPACKS_2)?))
+            }
             T_LIST_QUICKLIST | T_LIST_QUICKLIST_2 => {
                 let nodes = self.count()?;
                 let mut items = Vec::new();
@@ -278,7 +289,8 @@ impl<'a> Reader<'a> {
             _ => return Err(BAD),
         };
         let empty = match &v {
-            Decoded::Str(_) => false,
+            // An empty stream is a stream (one with groups, or emptied by XDEL).
+            Decoded::Str(_) | Decoded::Stream(_) => false,
             Decoded::List(l) | Decoded::Set(l) => l.is_empty(),
             Decoded::Hash(h) => h.is_empty(),
             Decoded::ZSet(z) => z.is_empty(),
