@@ -1,7 +1,7 @@
 //! RESTORE's payload parser on arbitrary bytes: the bytes become the body of a payload with
 //! a valid version and checksum (so the parser itself is reached), and decoding must never
 //! panic or over-allocate; whatever decodes builds a value, and that value dumped again
-//! decodes to the same elements.
+//! decodes to the same elements (a stream: the stream written again reads back the same).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,6 +14,14 @@ fuzz_target!(|data: &[u8]| {
     let crc = rdb::crc64(&payload);
     payload.extend_from_slice(&crc.to_le_bytes());
     let Ok(decoded) = rdb::decode(&payload) else { return };
+    if let Decoded::Stream(s) = &decoded {
+        // No server value for streams yet: the stream's own payload reads back the same.
+        let mut want = (**s).clone();
+        want.sort_as_redis();
+        let back = rdb::decode(&rdb::encode_stream(s)).expect("our own payload decodes");
+        assert!(matches!(&back, Decoded::Stream(b) if **b == want), "{decoded:?} came back as {back:?}");
+        return;
+    }
     let Ok(value) = decoded.clone().into_value(&BuildLimits::default()) else { return };
     let again = match &value {
         Value::Str(s) => rdb::encode_str(&s.data),

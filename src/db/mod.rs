@@ -10,6 +10,7 @@ pub mod hash;
 mod key;
 pub mod list;
 pub mod rdb;
+pub mod rdb_stream;
 pub mod set;
 mod siphash;
 pub mod stream;

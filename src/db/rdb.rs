@@ -5,9 +5,12 @@
 //! LZF encodings; lists as linked lists, ziplists, quicklists of ziplists or listpacks; sets
 //! as intsets or string sets; hashes and sorted sets as ziplists, listpacks or plain pairs),
 //! with every length checked: a payload is untrusted input. `encode` writes the plain forms
-//! (string, list, set, hash, zset-2), which Redis 7.0 loads into its own encodings.
+//! (string, list, set, hash, zset-2), which Redis 7.0 loads into its own encodings. Streams
+//! (types 15 and 19, read and written) are in `rdb_stream`.
 
 use bytes::Bytes;
+
+pub use super::rdb_stream::{encode_stream, RdbStream};
 
 /// The RDB version of Redis 7.0; payloads of a later version are refused, as in Redis.
 pub const RDB_VERSION: u16 = 10;
@@ -23,9 +26,11 @@ const T_SET_INTSET: u8 = 11;
 const T_ZSET_ZIPLIST: u8 = 12;
 const T_HASH_ZIPLIST: u8 = 13;
 const T_LIST_QUICKLIST: u8 = 14;
+const T_STREAM_LISTPACKS: u8 = 15;
 const T_HASH_LISTPACK: u8 = 16;
 const T_ZSET_LISTPACK: u8 = 17;
 const T_LIST_QUICKLIST_2: u8 = 18;
+const T_STREAM_LISTPACKS_2: u8 = 19;
 
 /// A decoded value, before it is given the server's encodings.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +40,7 @@ pub enum Decoded {
     Set(Vec<Bytes>),
     Hash(Vec<(Bytes, Bytes)>),
     ZSet(Vec<(Bytes, f64)>),
+    Stream(Box<RdbStream>),
 }
 
 impl Decoded {
@@ -79,6 +85,8 @@ impl Decoded {
                 }
                 Value::ZSet(Box::new(z))
             }
+            // TODO(streams): StreamValue::from_rdb
+            Decoded::Stream(_) => return Err(BAD),
         })
     }
 }
@@ -127,32 +135,32 @@ pub fn decode(payload: &[u8]) -> Result<Decoded, RdbError> {
     Ok(value)
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
+pub(super) struct Reader<'a> {
+    pub(super) data: &'a [u8],
+    pub(super) pos: usize,
 }
 
 /// An RDB length, or one of the special string encodings.
-enum Len {
+pub(super) enum Len {
     Plain(u64),
     Encoded(u8),
 }
 
-const BAD: RdbError = RdbError::BadFormat;
+pub(super) const BAD: RdbError = RdbError::BadFormat;
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RdbError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], RdbError> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or(BAD)?;
         let out = &self.data[self.pos..end];
         self.pos = end;
         Ok(out)
     }
 
-    fn byte(&mut self) -> Result<u8, RdbError> {
+    pub(super) fn byte(&mut self) -> Result<u8, RdbError> {
         Ok(self.take(1)?[0])
     }
 
-    fn len_or_enc(&mut self) -> Result<Len, RdbError> {
+    pub(super) fn len_or_enc(&mut self) -> Result<Len, RdbError> {
         let first = self.byte()?;
         Ok(match first >> 6 {
             0 => Len::Plain((first & 0x3f) as u64),
@@ -167,14 +175,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A count of elements: bounded by the bytes left (every element takes at least one).
-    fn count(&mut self) -> Result<usize, RdbError> {
+    pub(super) fn count(&mut self) -> Result<usize, RdbError> {
         match self.len_or_enc()? {
             Len::Plain(n) if n <= (self.data.len() - self.pos) as u64 => Ok(n as usize),
             _ => Err(BAD),
         }
     }
 
-    fn string(&mut self) -> Result<Vec<u8>, RdbError> {
+    pub(super) fn string(&mut self) -> Result<Vec<u8>, RdbError> {
         match self.len_or_enc()? {
             Len::Plain(n) => Ok(self.take(usize::try_from(n).map_err(|_| BAD)?)?.to_vec()),
             Len::Encoded(0) => Ok((self.byte()? as i8).to_string().into_bytes()),
@@ -197,7 +205,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn bytes(&mut self) -> Result<Bytes, RdbError> {
+    pub(super) fn bytes(&mut self) -> Result<Bytes, RdbError> {
         self.string().map(Bytes::from)
     }
 
@@ -253,6 +261,9 @@ impl<'a> Reader<'a> {
             T_ZSET_ZIPLIST => Decoded::ZSet(scored(ziplist(&self.string()?)?)?),
             T_HASH_LISTPACK => Decoded::Hash(pairs(listpack(&self.string()?)?)?),
             T_ZSET_LISTPACK => Decoded::ZSet(scored(listpack(&self.string()?)?)?),
+            T_STREAM_LISTPACKS | T_STREAM_LISTPACKS_2 => {
+                Decoded::Stream(Box::new(super::rdb_stream::read(self, kind == T_STREAM_LISTPACKS_2)?))
+            }
             T_LIST_QUICKLIST | T_LIST_QUICKLIST_2 => {
                 let nodes = self.count()?;
                 let mut items = Vec::new();
@@ -278,7 +289,8 @@ impl<'a> Reader<'a> {
             _ => return Err(BAD),
         };
         let empty = match &v {
-            Decoded::Str(_) => false,
+            // An empty stream is a stream (one with groups, or emptied by XDEL).
+            Decoded::Str(_) | Decoded::Stream(_) => false,
             Decoded::List(l) | Decoded::Set(l) => l.is_empty(),
             Decoded::Hash(h) => h.is_empty(),
             Decoded::ZSet(z) => z.is_empty(),
@@ -340,63 +352,115 @@ fn intset(blob: &[u8]) -> Result<Vec<Bytes>, RdbError> {
 
 /// The elements of a listpack (Redis 7's compact list encoding).
 pub fn listpack(lp: &[u8]) -> Result<Vec<Bytes>, RdbError> {
-    if lp.len() < 7 || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len() || lp[lp.len() - 1] != 0xff {
-        return Err(BAD);
-    }
-    let mut r = Reader { data: &lp[..lp.len() - 1], pos: 6 };
+    let mut it = LpIter::new(lp)?;
     let mut out = Vec::new();
-    while r.pos < r.data.len() {
+    while let Some(e) = it.next_entry()? {
+        out.push(match e {
+            LpEntry::Int(v) => Bytes::from(v.to_string()),
+            LpEntry::Str(s) => Bytes::copy_from_slice(s),
+        });
+    }
+    it.finish()?;
+    Ok(out)
+}
+
+/// One listpack element as stored: an integer encoding or a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LpEntry<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+/// Walks a listpack's elements with Redis's deep checks (`lpValidateIntegrity`): header
+/// size, terminator, every encoding and back-length in bounds; `finish` checks the count.
+pub(super) struct LpIter<'a> {
+    r: Reader<'a>,
+    declared: u16,
+    seen: usize,
+}
+
+impl<'a> LpIter<'a> {
+    pub(super) fn new(lp: &'a [u8]) -> Result<Self, RdbError> {
+        if lp.len() < 7 || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len() || lp[lp.len() - 1] != 0xff {
+            return Err(BAD);
+        }
+        // The terminator is cut off: an 0xff where an element should start is bad data.
+        Ok(LpIter { r: Reader { data: &lp[..lp.len() - 1], pos: 6 }, declared: u16::from_le_bytes([lp[4], lp[5]]), seen: 0 })
+    }
+
+    /// The next element, or None at the end.
+    pub(super) fn next_entry(&mut self) -> Result<Option<LpEntry<'a>>, RdbError> {
+        let r = &mut self.r;
+        if r.pos >= r.data.len() {
+            return Ok(None);
+        }
         let start = r.pos;
         let b = r.byte()?;
-        let item: Bytes = if b & 0x80 == 0 {
-            Bytes::from((b as i64).to_string())
+        let item = if b & 0x80 == 0 {
+            LpEntry::Int(b as i64)
         } else if b & 0xc0 == 0x80 {
-            Bytes::copy_from_slice(r.take((b & 0x3f) as usize)?)
+            LpEntry::Str(r.take((b & 0x3f) as usize)?)
         } else if b & 0xe0 == 0xc0 {
             let raw = (((b & 0x1f) as u16) << 8) | r.byte()? as u16;
             // 13-bit two's complement.
-            let v = if raw >= 1 << 12 { raw as i64 - (1 << 13) } else { raw as i64 };
-            Bytes::from(v.to_string())
+            LpEntry::Int(if raw >= 1 << 12 { raw as i64 - (1 << 13) } else { raw as i64 })
         } else if b & 0xf0 == 0xe0 {
             let len = (((b & 0x0f) as usize) << 8) | r.byte()? as usize;
-            Bytes::copy_from_slice(r.take(len)?)
+            LpEntry::Str(r.take(len)?)
         } else {
             match b {
                 0xf0 => {
                     let len = u32::from_le_bytes(r.take(4)?.try_into().map_err(|_| BAD)?) as usize;
-                    Bytes::copy_from_slice(r.take(len)?)
+                    LpEntry::Str(r.take(len)?)
                 }
-                0xf1 => Bytes::from(i16::from_le_bytes(r.take(2)?.try_into().map_err(|_| BAD)?).to_string()),
+                0xf1 => LpEntry::Int(i16::from_le_bytes(r.take(2)?.try_into().map_err(|_| BAD)?) as i64),
                 0xf2 => {
                     let t = r.take(3)?;
-                    Bytes::from(((i32::from_le_bytes([0, t[0], t[1], t[2]])) >> 8).to_string())
+                    LpEntry::Int((i32::from_le_bytes([0, t[0], t[1], t[2]]) >> 8) as i64)
                 }
-                0xf3 => Bytes::from(i32::from_le_bytes(r.take(4)?.try_into().map_err(|_| BAD)?).to_string()),
-                0xf4 => Bytes::from(i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| BAD)?).to_string()),
+                0xf3 => LpEntry::Int(i32::from_le_bytes(r.take(4)?.try_into().map_err(|_| BAD)?) as i64),
+                0xf4 => LpEntry::Int(i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| BAD)?)),
                 _ => return Err(BAD),
             }
         };
-        // The entry's length, written backwards (7 bits per byte), closes every entry.
-        let entry_len = r.pos - start;
-        let back = if entry_len < 128 {
-            1
-        } else if entry_len < 16384 {
-            2
-        } else if entry_len < 2097152 {
-            3
-        } else if entry_len < 268435456 {
-            4
-        } else {
-            5
-        };
-        r.take(back)?;
-        out.push(item);
+        // The entry's length, written backwards (7 bits per byte), closes every entry; it
+        // must say what lpEncodeBacklen would (Redis's lpValidateNext compares the value).
+        let mut back = [0u8; 5];
+        let n = lp_backlen(&mut back, (r.pos - start) as u64);
+        if r.take(n)? != &back[..n] {
+            return Err(BAD);
+        }
+        self.seen += 1;
+        Ok(Some(item))
     }
-    let declared = u16::from_le_bytes([lp[4], lp[5]]);
-    if declared != u16::MAX && declared as usize != out.len() {
-        return Err(BAD);
+
+    /// At the end: the header's count must match, unless it says "unknown" (65535).
+    pub(super) fn finish(&self) -> Result<(), RdbError> {
+        if self.r.pos != self.r.data.len() || (self.declared != u16::MAX && self.declared as usize != self.seen) {
+            return Err(BAD);
+        }
+        Ok(())
     }
-    Ok(out)
+}
+
+/// Redis's lpEncodeBacklen: the length `l` of an entry, written to be read backwards.
+/// Returns how many bytes of `buf` it took (1 to 5).
+pub(super) fn lp_backlen(buf: &mut [u8; 5], l: u64) -> usize {
+    let n = match l {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
+        _ => 5,
+    };
+    // The first byte carries the high bits without the continuation flag; the others
+    // carry 7 bits each, flagged with 128, the lowest bits last.
+    for (i, slot) in buf.iter_mut().take(n).enumerate() {
+        let shift = 7 * (n - 1 - i);
+        let bits = ((l >> shift) & 127) as u8;
+        *slot = if i == 0 { (l >> shift) as u8 } else { bits | 128 };
+    }
+    n
 }
 
 /// The elements of a ziplist (the compact encoding before Redis 7).
@@ -485,7 +549,7 @@ fn lzf_decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, RdbError> {
     Ok(out)
 }
 
-fn put_len(out: &mut Vec<u8>, n: u64) {
+pub(super) fn put_len(out: &mut Vec<u8>, n: u64) {
     if n < 1 << 6 {
         out.push(n as u8);
     } else if n < 1 << 14 {
@@ -500,7 +564,7 @@ fn put_len(out: &mut Vec<u8>, n: u64) {
     }
 }
 
-fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(super) fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     // Small integers as Redis writes them (rdbTryIntegerEncoding): the text must be the
     // canonical form of the number.
     if s.len() <= 11 {
@@ -526,7 +590,7 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// Appends the version and the checksum to an object encoding.
-fn seal(mut out: Vec<u8>) -> Vec<u8> {
+pub(super) fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -639,6 +703,35 @@ mod tests {
         assert_eq!(intset(&blob(&[1, 3, 5])).unwrap(), vec![Bytes::from("1"), Bytes::from("3"), Bytes::from("5")]);
         assert_eq!(intset(&blob(&[5, 1, 3])), Err(BAD));
         assert_eq!(intset(&blob(&[1, 1])), Err(BAD));
+    }
+
+    #[test]
+    fn listpack_back_lengths_are_redis_encoding() {
+        let enc = |l: u64| {
+            let mut buf = [0u8; 5];
+            let n = lp_backlen(&mut buf, l);
+            buf[..n].to_vec()
+        };
+        // lpEncodeBacklen: 2 bytes below 16383, 3 below 2097151, 4 below 268435455.
+        assert_eq!(enc(127), [127]);
+        assert_eq!(enc(128), [1, 128]);
+        assert_eq!(enc(16382), [127, 254]);
+        assert_eq!(enc(16383), [0, 255, 255]);
+        assert_eq!(enc(2097151), [0, 255, 255, 255]);
+        assert_eq!(enc(268435455), [0, 255, 255, 255, 255]);
+        // A string of 16378 bytes makes an entry of 16383: its back-length takes 3 bytes.
+        let lp = |back: &[u8]| {
+            let mut lp = vec![0, 0, 0, 0, 1, 0, 0xf0];
+            lp.extend_from_slice(&16378u32.to_le_bytes());
+            lp.extend_from_slice(&[b'x'; 16378]);
+            lp.extend_from_slice(back);
+            lp.push(0xff);
+            let total = (lp.len() as u32).to_le_bytes();
+            lp[..4].copy_from_slice(&total);
+            lp
+        };
+        assert_eq!(listpack(&lp(&[0, 255, 255])).unwrap(), vec![Bytes::from(vec![b'x'; 16378])]);
+        assert_eq!(listpack(&lp(&[127, 255])), Err(BAD));
     }
 
     #[test]
