@@ -526,7 +526,10 @@ mod tests {
         decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
         let Some(Value::Stream(got)) = back.db(0).peek(b"st").map(|e| e.value.clone()) else { panic!("stream lost") };
         assert_eq!(got.all(), s.all());
-        assert_eq!((got.last_id, got.first_id, got.max_deleted_id, got.entries_added), (s.last_id, s.first_id, s.max_deleted_id, s.entries_added));
+        assert_eq!(
+            (got.last_id, got.first_id, got.max_deleted_id, got.entries_added),
+            (s.last_id, s.first_id, s.max_deleted_id, s.entries_added)
+        );
         assert_eq!(got.groups, s.groups);
     }
 

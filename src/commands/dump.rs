@@ -113,8 +113,7 @@ fn payload_of(value: &Value) -> Vec<u8> {
         Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
         Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),
         Value::ZSet(z) => rdb::encode_zset(z.len(), z.iter()),
-        // TODO(streams): rdb_stream::encode_stream once the codec lands.
-        Value::Stream(_) => Vec::new(),
+        Value::Stream(s) => rdb::encode_stream(&s.to_rdb()),
     }
 }
 

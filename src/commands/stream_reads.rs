@@ -52,7 +52,7 @@ fn parse(ctx: &Ctx<'_>, args: &[Bytes], group_cmd: bool) -> Result<ReadArgs, Cmd
         } else if opt_is(o, "streams") && moreargs > 0 {
             r.streams_at = i + 1;
             let n = args.len() - r.streams_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(CmdError::other("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."));
             }
             r.n = n / 2;

@@ -85,8 +85,7 @@ impl Decoded {
                 }
                 Value::ZSet(Box::new(z))
             }
-            // TODO(streams): StreamValue::from_rdb
-            Decoded::Stream(_) => return Err(BAD),
+            Decoded::Stream(s) => Value::Stream(Box::new(super::stream::StreamValue::from_rdb(*s, limits.stream).ok_or(BAD)?)),
         })
     }
 }

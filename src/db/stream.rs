@@ -672,6 +672,77 @@ impl StreamValue {
         group.last_id = id;
     }
 
+    /// The stream of a DUMP payload (`rdb_stream`, which checked its structure), its entries
+    /// cut into nodes under `limits`; `None` if a pending entry's consumer is unknown.
+    pub fn from_rdb(r: super::rdb_stream::RdbStream, limits: NodeLimits) -> Option<StreamValue> {
+        let id = |(ms, seq): (u64, u64)| StreamId::new(ms, seq);
+        let mut s = StreamValue::new();
+        let mut pairs = Vec::new();
+        for (eid, fields) in r.entries {
+            pairs.clear();
+            for (f, v) in fields {
+                pairs.push(f);
+                pairs.push(v);
+            }
+            s.append(id(eid), &pairs, limits);
+        }
+        s.last_id = id(r.last_id);
+        s.first_id = id(r.first_id);
+        s.max_deleted_id = id(r.max_deleted_id);
+        s.entries_added = r.entries_added;
+        for g in r.groups {
+            let mut group = Group::new(id(g.last_id), g.entries_read);
+            let mut owner = BTreeMap::new();
+            for c in g.consumers {
+                let pel = c.pending.iter().map(|p| id(*p)).collect();
+                for p in &c.pending {
+                    owner.insert(id(*p), c.name.clone());
+                }
+                group.consumers.insert(c.name, Consumer { seen_time: c.seen_time, pel });
+            }
+            for (pid, delivery_time, delivery_count) in g.pel {
+                let consumer = owner.get(&id(pid))?.clone();
+                group.pel.insert(id(pid), Nack { delivery_time, delivery_count, consumer });
+            }
+            s.groups.insert(g.name, group);
+        }
+        Some(s)
+    }
+
+    /// The DUMP form (`rdb_stream::encode_stream` writes it as Redis 7.0 does).
+    pub fn to_rdb(&self) -> super::rdb_stream::RdbStream {
+        use super::rdb_stream::{RdbConsumer, RdbGroup, RdbStream};
+        let pair = |i: StreamId| (i.ms, i.seq);
+        let entries: Vec<_> = self.all().into_iter().map(|(i, f)| (pair(i), f)).collect();
+        RdbStream {
+            length: entries.len() as u64,
+            entries,
+            last_id: pair(self.last_id),
+            first_id: pair(self.first_id),
+            max_deleted_id: pair(self.max_deleted_id),
+            entries_added: self.entries_added,
+            groups: self
+                .groups
+                .iter()
+                .map(|(name, g)| RdbGroup {
+                    name: name.clone(),
+                    last_id: pair(g.last_id),
+                    entries_read: g.entries_read,
+                    pel: g.pel.iter().map(|(i, n)| (pair(*i), n.delivery_time, n.delivery_count)).collect(),
+                    consumers: g
+                        .consumers
+                        .iter()
+                        .map(|(cname, c)| RdbConsumer {
+                            name: cname.clone(),
+                            seen_time: c.seen_time,
+                            pending: c.pel.iter().map(|i| pair(*i)).collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     /// The node layout, for tests: (master ID, live, deleted) per node.
     pub fn layout(&self) -> Vec<(StreamId, u32, u32)> {
         self.nodes.iter().map(|(k, n)| (*k, n.live, n.deleted)).collect()
