@@ -218,22 +218,15 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
     }
     let key = &args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let exists = match ctx.ks.get(db, key, now) {
-        Some(e) if pick(&e.value).is_none() => return Err(CmdError::WrongType),
-        Some(_) => true,
-        None => false,
-    };
-    if !exists {
-        if t.no_mkstream {
-            return Ok(Reply::Nil);
-        }
-        super::keys::notify_new(ctx, key, true);
+    let now = ctx.now_ms;
+    if !t.no_mkstream {
+        super::keys::notify_if_new(ctx, key);
     }
     let limits = ctx.server.settings.encoding_limits.stream;
     let pairs = &args[fields_at..];
     let total: u64 = pairs.iter().map(|p| p.len() as u64).sum();
-    let added = modify_or_create(ctx, key, pick_mut, never_empty, new_stream, |s| {
+    // One lookup: the type check and the change (NOMKSTREAM: absent is a nil reply).
+    let add = |s: &mut StreamValue| {
         if s.last_id == StreamId::MAX {
             return Err(CmdError::other("ERR The stream has exhausted the last possible ID, unable to add more items"));
         }
@@ -265,7 +258,14 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             logged = Some(argv);
         }
         Ok((id, trimmed, logged))
-    })?;
+    };
+    let added = match t.no_mkstream {
+        true => match modify(ctx, key, pick_mut, never_empty, add)? {
+            Some(r) => r,
+            None => return Ok(Reply::Nil),
+        },
+        false => modify_or_create(ctx, key, pick_mut, never_empty, new_stream, add)?,
+    };
     let (id, trimmed, logged) = added?;
     ctx.signal_modified(key);
     ctx.notify(notify::STREAM, "xadd", key);

@@ -241,6 +241,13 @@ impl Node {
         (0..n).map(|_| get_bytes(&self.buf, &mut pos)).collect()
     }
 
+    /// Whether `pairs` (field, value, ...) has exactly the master fields, in order.
+    fn has_master_fields(&self, pairs: &[Bytes]) -> bool {
+        let mut pos = 0;
+        let n = get_varint(&self.buf, &mut pos) as usize;
+        n * 2 == pairs.len() && pairs.iter().step_by(2).all(|f| get_bytes(&self.buf, &mut pos) == &f[..])
+    }
+
     fn master_count(&self) -> usize {
         let mut pos = 0;
         get_varint(&self.buf, &mut pos) as usize
@@ -399,10 +406,7 @@ impl StreamValue {
         let Some(mut last) = self.nodes.last_entry() else { return };
         let master = *last.key();
         let node = last.get_mut();
-        let same = {
-            let master_fields = node.master_fields();
-            master_fields.len() == numfields && master_fields.iter().zip(pairs.iter().step_by(2)).all(|(a, b)| *a == &b[..])
-        };
+        let same = node.has_master_fields(pairs);
         let before = node.buf.capacity();
         let ms_delta = id.ms.wrapping_sub(master.ms);
         let seq_delta = id.seq.wrapping_sub(master.seq) as i64;
