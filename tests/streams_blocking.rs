@@ -455,6 +455,12 @@ fn key_and_group_changes_while_blocked() {
             "DEL s",
             "XADD s 5-1 a b",
             "!reply 2",
+            // Expired (active expiry): the group waiter gets UNBLOCKED.
+            "DEL s",
+            "XGROUP CREATE s g $ MKSTREAM",
+            "!block 1 XREADGROUP GROUP g alice BLOCK 0 STREAMS s >",
+            "PEXPIRE s 100",
+            "!reply 1",
             // Replaced inside a transaction by a stream without the group: NOGROUP.
             "XGROUP CREATE s g $",
             "!block 1 XREADGROUP GROUP g alice BLOCK 0 STREAMS s >",

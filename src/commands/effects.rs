@@ -70,7 +70,8 @@ pub struct Signals {
     pub created: Vec<(usize, Bytes)>,
     /// FLUSHDB/FLUSHALL: every tracking client drops everything.
     pub flushed: bool,
-    /// Databases whose contents were replaced (SWAPDB): their blocked clients may be served.
+    /// Databases whose contents were replaced or emptied (SWAPDB, FLUSHDB, FLUSHALL): every
+    /// key clients wait on there is ready (a stream that went answers its XREADGROUP waiters).
     pub rescan: Vec<usize>,
 }
 

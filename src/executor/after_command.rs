@@ -68,6 +68,14 @@ impl Executor {
 
     /// Keys deleted by expiry during the last command abort their watchers' transactions.
     pub(super) fn signal_expired(&mut self, client: &mut Client) {
+        // An expired stream answers its XREADGROUP waiters, as Redis's dbGenericDelete
+        // signals it (the serve decides: list and sorted-set waiters of a gone key stay).
+        if !self.waiters.by_key.is_empty() {
+            let fresh: Vec<(usize, Bytes)> = self.ks.expired[self.expired_seen..].to_vec();
+            for (db, key) in fresh {
+                self.signal_key(db, key);
+            }
+        }
         let tracking = self.server.tracking.clients > 0;
         if !tracking && self.server.watchers.is_empty() {
             self.expired_seen = self.ks.expired.len();

@@ -84,10 +84,18 @@ impl Executor {
             commands::pubsub::publish_notifications(&mut self.server, None, events, &mut self.touched);
             self.release_replies();
         }
+        let waited = !self.waiters.by_key.is_empty();
         for (db, key) in expired {
             self.touch_watched(None, db, &key);
+            if waited {
+                self.signal_key(db, key);
+            }
         }
         self.expired_seen = 0;
+        if waited {
+            self.serve_ready();
+            self.release_replies();
+        }
         if self.logging() {
             // DELs of actively expired keys; a write that failed is retried; growth may
             // call for a rewrite.
