@@ -24,6 +24,9 @@ fn bench(c: &mut Criterion) {
             "mset10",
             vec![args(&["MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6", "g", "7", "h", "8", "i", "9", "j", "10"])],
         ),
+        // After the XADD case the stream holds its entries: XRANGE reads the first ten.
+        ("xadd", vec![args(&["XADD", "xs", "*", "f1", "v1", "f2", "v2", "f3", "v3"])]),
+        ("xrange10", vec![args(&["XRANGE", "xs", "-", "+", "COUNT", "10"])]),
     ];
     for (name, batch) in cases {
         group.throughput(Throughput::Elements(batch.len() as u64));

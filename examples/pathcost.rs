@@ -6,7 +6,8 @@
 //! `valgrind --tool=callgrind target/release/examples/pathcost evalsha 20000`
 //! and divide the instruction total by N (see docs/BENCHMARKS.md). Shapes: `evalsha` (a
 //! script doing one INCR), `calls100` (one doing 100), `set`, `incr`, `multi` (MULTI, 5 INCR,
-//! EXEC in one batch, as examples/txbench sends it).
+//! EXEC in one batch, as examples/txbench sends it), `xadd` (XADD of 3 fields with `*`),
+//! `xrange10` (XRANGE - + COUNT 10 on a stream of 1,000 entries).
 
 use bytes::Bytes;
 use vermilion::config::Config;
@@ -41,6 +42,13 @@ fn main() {
         "calls100" => vec![args(&["EVALSHA", &sha(hundred), "1", "counter"])],
         "set" => vec![args(&["SET", "key", "value"])],
         "incr" => vec![args(&["INCR", "counter"])],
+        "xadd" => vec![args(&["XADD", "xs", "*", "f1", "v1", "f2", "v2", "f3", "v3"])],
+        "xrange10" => {
+            for i in 1..=1000 {
+                run_batch(vec![args(&["XADD", "xr", &format!("{i}-0"), "f1", "v1", "f2", "v2", "f3", "v3"])]);
+            }
+            vec![args(&["XRANGE", "xr", "-", "+", "COUNT", "10"])]
+        }
         "multi" => {
             let mut tx = vec![args(&["MULTI"])];
             tx.extend((0..5).map(|_| args(&["INCR", "counter"])));

@@ -17,6 +17,7 @@
 //! node's last live entry goes, and the node with it.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use bytes::Bytes;
 
@@ -65,7 +66,23 @@ impl StreamId {
 
     /// `ms-seq`, as replies show it.
     pub fn to_bytes(self) -> Bytes {
-        Bytes::from(format!("{}-{}", self.ms, self.seq))
+        let mut buf = [0u8; 41];
+        let mut at = buf.len();
+        for (i, mut n) in [self.seq, self.ms].into_iter().enumerate() {
+            loop {
+                at -= 1;
+                buf[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            if i == 0 {
+                at -= 1;
+                buf[at] = b'-';
+            }
+        }
+        Bytes::copy_from_slice(&buf[at..])
     }
 
     /// The 16-byte big-endian form (Redis's rax keys and RDB).
@@ -186,6 +203,33 @@ fn get_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
     s
 }
 
+/// Where the length-prefixed bytes at `*pos` lie.
+fn bytes_range(buf: &[u8], pos: &mut usize) -> Range<usize> {
+    let n = get_varint(buf, pos) as usize;
+    let r = *pos..*pos + n;
+    *pos += n;
+    r
+}
+
+/// A node's bytes as replies take them: one copy of the node per read, handed out as slices
+/// (a reference count each) rather than one allocation per field and value. A node past
+/// `SHARE_MAX` (large `stream-node-max-bytes`) is copied piece by piece instead.
+#[derive(Default)]
+struct Share {
+    copy: Option<Bytes>,
+}
+
+const SHARE_MAX: usize = 16 * 1024;
+
+impl Share {
+    fn piece(&mut self, buf: &[u8], r: Range<usize>) -> Bytes {
+        if buf.len() > SHARE_MAX {
+            return Bytes::copy_from_slice(&buf[r]);
+        }
+        self.copy.get_or_insert_with(|| Bytes::copy_from_slice(buf)).slice(r)
+    }
+}
+
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
@@ -235,12 +279,6 @@ impl Node {
         7 + lp_int(self.live as i64) as u64 + lp_int(self.deleted as i64) as u64 + self.lp_body as u64
     }
 
-    fn master_fields(&self) -> Vec<&[u8]> {
-        let mut pos = 0;
-        let n = get_varint(&self.buf, &mut pos);
-        (0..n).map(|_| get_bytes(&self.buf, &mut pos)).collect()
-    }
-
     /// Whether `pairs` (field, value, ...) has exactly the master fields, in order.
     fn has_master_fields(&self, pairs: &[Bytes]) -> bool {
         let mut pos = 0;
@@ -288,19 +326,33 @@ impl Node {
         out
     }
 
-    /// The fields and values of the entry at `at`; `master` is the node's master fields.
-    fn fields_of(&self, at: &At, master: &[&[u8]]) -> Vec<(Bytes, Bytes)> {
+    /// Where each master field lies in the buffer.
+    fn master_ranges(&self) -> Vec<Range<usize>> {
+        let mut pos = 0;
+        let n = get_varint(&self.buf, &mut pos);
+        (0..n).map(|_| bytes_range(&self.buf, &mut pos)).collect()
+    }
+
+    /// The fields and values of the entry at `at`; `master` is the node's master fields,
+    /// `share` hands out the bytes.
+    fn fields_of(&self, at: &At, master: &[Range<usize>], share: &mut Share) -> Vec<(Bytes, Bytes)> {
         let buf = &self.buf;
         let mut pos = at.body;
         if at.flags & SAMEFIELDS != 0 {
-            master.iter().map(|f| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(get_bytes(buf, &mut pos)))).collect()
+            master
+                .iter()
+                .map(|f| {
+                    let v = bytes_range(buf, &mut pos);
+                    (share.piece(buf, f.clone()), share.piece(buf, v))
+                })
+                .collect()
         } else {
             let n = get_varint(buf, &mut pos);
             (0..n)
                 .map(|_| {
-                    let f = Bytes::copy_from_slice(get_bytes(buf, &mut pos));
-                    let v = Bytes::copy_from_slice(get_bytes(buf, &mut pos));
-                    (f, v)
+                    let f = bytes_range(buf, &mut pos);
+                    let v = bytes_range(buf, &mut pos);
+                    (share.piece(buf, f), share.piece(buf, v))
                 })
                 .collect()
         }
@@ -471,12 +523,13 @@ impl StreamValue {
         let from = self.node_key_for(start).unwrap_or(start);
         if rev {
             for (&master, node) in self.nodes.range(from..=end).rev() {
-                let fields = node.master_fields();
+                let fields = node.master_ranges();
+                let mut share = Share::default();
                 for at in node.entries(master).iter().rev() {
                     if at.flags & DELETED != 0 || at.id < start || at.id > end {
                         continue;
                     }
-                    if !f(at.id, node.fields_of(at, &fields)) {
+                    if !f(at.id, node.fields_of(at, &fields, &mut share)) {
                         return;
                     }
                 }
@@ -484,7 +537,8 @@ impl StreamValue {
             return;
         }
         for (&master, node) in self.nodes.range(from..=end) {
-            let fields = node.master_fields();
+            let fields = node.master_ranges();
+            let mut share = Share::default();
             let mut pos = node.entries_at as usize;
             while pos < node.buf.len() {
                 let at = node.entry_at(master, pos, fields.len());
@@ -495,7 +549,7 @@ impl StreamValue {
                 if at.flags & DELETED != 0 || at.id < start {
                     continue;
                 }
-                if !f(at.id, node.fields_of(&at, &fields)) {
+                if !f(at.id, node.fields_of(&at, &fields, &mut share)) {
                     return;
                 }
             }
