@@ -249,15 +249,16 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Err(CmdError::other("ERR Elements are too large to be stored"));
         }
         s.append(id, pairs, limits);
+        let id_text = id.to_bytes();
         let trimmed = t.how.map_or(0, |how| s.trim(how, t.approx, t.limit as u64));
         let mut logged = None;
         if t.approx || t.id.is_none_or(|(_, seq_given)| !seq_given) {
             let mut argv = args.to_vec();
-            argv[t.id_at] = id.to_bytes();
+            argv[t.id_at] = id_text.clone();
             rewrite_trim(&mut argv, &t, s);
             logged = Some(argv);
         }
-        Ok((id, trimmed, logged))
+        Ok((id_text, trimmed, logged))
     };
     let added = match t.no_mkstream {
         true => match modify(ctx, key, pick_mut, never_empty, add)? {
@@ -266,7 +267,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         },
         false => modify_or_create(ctx, key, pick_mut, never_empty, new_stream, add)?,
     };
-    let (id, trimmed, logged) = added?;
+    let (id_text, trimmed, logged) = added?;
     ctx.signal_modified(key);
     ctx.notify(notify::STREAM, "xadd", key);
     ctx.dirty(1);
@@ -277,7 +278,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.log_as_one(argv);
     }
     ctx.signal_ready(key);
-    Ok(id_reply(id))
+    Ok(Reply::Bulk(id_text))
 }
 
 fn too_small() -> CmdError {

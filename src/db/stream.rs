@@ -460,6 +460,12 @@ impl StreamValue {
         let node = last.get_mut();
         let same = node.has_master_fields(pairs);
         let before = node.buf.capacity();
+        if node.live + node.deleted == 1 {
+            // A node taking its second entry gets room for a node's worth of small ones
+            // (Redis preallocates every new listpack; a one-entry stream stays small here),
+            // and gives back what it did not use when it closes.
+            node.buf.reserve(1024);
+        }
         let ms_delta = id.ms.wrapping_sub(master.ms);
         let seq_delta = id.seq.wrapping_sub(master.seq) as i64;
         let flags = if same { SAMEFIELDS } else { 0 };
