@@ -9,24 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::probe::{digest, field, info, num};
 use common::{Rng, Server};
 use redis::Connection;
-
-fn info(c: &mut Connection, section: &str) -> String {
-    redis::cmd("INFO").arg(section).query(c).expect("INFO")
-}
-
-fn field(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
-}
-
-fn num(c: &mut Connection, section: &str, name: &str) -> i64 {
-    field(&info(c, section), name).and_then(|v| v.parse().ok()).unwrap_or(-1)
-}
-
-fn digest(c: &mut Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
-}
 
 fn replicaof(c: &mut Connection, primary: &Server) {
     let _: String = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary.port).query(c).expect("REPLICAOF");

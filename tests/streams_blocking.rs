@@ -18,97 +18,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::diff::{parse_script_line, show, show_cmd, Broken, Conn, DiffPair, Got, Resp};
+use common::diff::{parse_script_line, show, show_cmd, Broken, Conn, DiffPair, Got};
+use common::stream_loose::same_loosely;
 use common::Rng;
 
 /// How long a client that should stay blocked is given to answer anyway.
 const STAYS_BLOCKED: Duration = Duration::from_millis(200);
-/// How far apart the two servers' idle times and timestamps may be.
-const TIME_TOLERANCE_MS: i64 = 1000;
 /// Connections the scripts use (all switched to the script's protocol).
 const CONNS: usize = 4;
-
-// ---------------------------------------------------------------------------------------
-// Loose comparison of time fields (the same rules as tests/streams.rs).
-
-/// The reply with idle times and timestamps replaced by placeholders, and those integers in
-/// order (`None` for XINFO STREAM's `radix-tree-nodes`, not compared).
-fn loosen(r: &Resp, top_pel: bool) -> (Resp, Vec<Option<i64>>) {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Role {
-        Plain,
-        Time,
-        Skip,
-        Pel,
-    }
-    fn walk(r: &Resp, role: Role, out: &mut Vec<Option<i64>>) -> Resp {
-        match (role, r) {
-            (Role::Time, Resp::Line(b':', _)) => {
-                out.push(r.as_int());
-                Resp::Line(b':', b"<time>".to_vec())
-            }
-            (Role::Skip, _) => {
-                out.push(None);
-                Resp::Line(b'+', b"<not compared>".to_vec())
-            }
-            (Role::Pel, Resp::Agg(t, items)) => Resp::Agg(
-                *t,
-                items
-                    .iter()
-                    .map(|e| match e {
-                        Resp::Agg(te, f) if f.len() == 4 || f.len() == 3 => {
-                            let at = if f.len() == 4 { 2 } else { 1 };
-                            Resp::Agg(
-                                *te,
-                                f.iter().enumerate().map(|(i, x)| walk(x, if i == at { Role::Time } else { Role::Plain }, out)).collect(),
-                            )
-                        }
-                        other => walk(other, Role::Plain, out),
-                    })
-                    .collect(),
-            ),
-            (_, Resp::Agg(t, items)) => {
-                let mut next = Role::Plain;
-                let mut done = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    done.push(walk(item, next, out));
-                    next = Role::Plain;
-                    if i % 2 == 0 {
-                        next = match item.as_bytes() {
-                            Some(b"idle") | Some(b"seen-time") => Role::Time,
-                            Some(b"radix-tree-nodes") => Role::Skip,
-                            Some(b"pending") => Role::Pel,
-                            _ => Role::Plain,
-                        };
-                    }
-                }
-                Resp::Agg(*t, done)
-            }
-            _ => r.clone(),
-        }
-    }
-    let mut out = Vec::new();
-    let masked = walk(r, if top_pel { Role::Pel } else { Role::Plain }, &mut out);
-    (masked, out)
-}
-
-fn same_loosely(a: &Got, b: &Got, top_pel: bool) -> bool {
-    match (a, b) {
-        (Ok(a), Ok(b)) => {
-            let (ma, ta) = loosen(&a.value, top_pel);
-            let (mb, tb) = loosen(&b.value, top_pel);
-            ma == mb
-                && ta.len() == tb.len()
-                && ta.iter().zip(&tb).all(|(x, y)| match (x, y) {
-                    (Some(x), Some(y)) => (x - y).abs() <= TIME_TOLERANCE_MS,
-                    (None, None) => true,
-                    _ => false,
-                })
-        }
-        (Err(x), Err(y)) => x == y,
-        _ => false,
-    }
-}
 
 /// One command on the current connection, compared loosely (`loose`) or exactly.
 fn check(d: &mut DiffPair, args: &[Vec<u8>], loose: bool) -> Result<Got, String> {

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::probe::{digest, field, info, num};
 use common::{Rng, Server};
 use redis::{Connection, Value};
 
@@ -105,22 +106,6 @@ fn map(v: &Value) -> BTreeMap<String, Value> {
     let flat = items(v);
     assert!(flat.len().is_multiple_of(2), "not a map: {v:?}");
     flat.chunks(2).map(|kv| (text(&kv[0]), kv[1].clone())).collect()
-}
-
-fn info(c: &mut Connection, section: &str) -> String {
-    redis::cmd("INFO").arg(section).query(c).expect("INFO")
-}
-
-fn field(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
-}
-
-fn num(c: &mut Connection, section: &str, name: &str) -> i64 {
-    field(&info(c, section), name).and_then(|v| v.parse().ok()).unwrap_or(-1)
-}
-
-fn digest(c: &mut Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
 }
 
 fn connect(port: u16) -> redis::RedisResult<Connection> {

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod diff;
+pub mod probe;
+pub mod stream_loose;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
