@@ -442,16 +442,21 @@ impl<'a> LpIter<'a> {
     }
 }
 
-/// Redis's lpEncodeBacklen: the length `l` of an entry, written to be read backwards.
-/// Returns how many bytes of `buf` it took (1 to 5).
-pub(super) fn lp_backlen(buf: &mut [u8; 5], l: u64) -> usize {
-    let n = match l {
+/// How many bytes Redis's lpEncodeBacklen takes for an entry of length `l` (1 to 5).
+pub(super) fn lp_backlen_size(l: u64) -> usize {
+    match l {
         0..=127 => 1,
         128..=16382 => 2,
         16383..=2097150 => 3,
         2097151..=268435454 => 4,
         _ => 5,
-    };
+    }
+}
+
+/// Redis's lpEncodeBacklen: the length `l` of an entry, written to be read backwards.
+/// Returns how many bytes of `buf` it took (1 to 5).
+pub(super) fn lp_backlen(buf: &mut [u8; 5], l: u64) -> usize {
+    let n = lp_backlen_size(l);
     // The first byte carries the high bits without the continuation flag; the others
     // carry 7 bits each, flagged with 128, the lowest bits last.
     for (i, slot) in buf.iter_mut().take(n).enumerate() {

@@ -158,14 +158,7 @@ pub fn lp_str(s: &[u8]) -> u32 {
         5
     };
     let enc = head + len;
-    let back = match enc {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    (enc + back).min(u32::MAX as u64) as u32
+    (enc + super::rdb::lp_backlen_size(enc) as u64).min(u32::MAX as u64) as u32
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
