@@ -883,7 +883,7 @@ const XPENDING_SCRIPT: &[&str] = &[
     "XPENDING s g - (+ 10",
     "XPENDING s g (18446744073709551615-18446744073709551615 + 10",
     "XPENDING s g - (0-0 10",
-    "XPENDING s g - + 10 alice extra",
+    "@XPENDING s g - + 10 alice extra",
     "XPENDING s g IDLE 10 - + 10 alice extra",
     "XPENDING s nosuch",
     "XPENDING s nosuch - + 10",

@@ -166,9 +166,10 @@ impl Ctx<'_> {
         self.signal_created(key);
     }
 
-    /// Signals `key` of `db` ready if it holds a stream about to be deleted or replaced.
-    fn signal_if_stream(&mut self, db: usize, key: &[u8]) {
-        if self.effects.listened && matches!(self.ks.db(db).peek(key).map(|e| &e.value), Some(crate::db::Value::Stream(_))) {
+    /// Signals `key` of `db` ready if `gone` (the value deleted or replaced) was a stream:
+    /// its XREADGROUP waiters are answered (Redis's dbGenericDelete and dbOverwrite).
+    fn signal_if_stream(&mut self, db: usize, key: &[u8], gone: &crate::db::Value) {
+        if matches!(gone, crate::db::Value::Stream(_)) {
             self.signal_created_db(db, key);
         }
     }
@@ -191,7 +192,13 @@ impl Ctx<'_> {
         let db = self.client.db;
         let lru = crate::db::lru_clock(self.now_ms);
         let keep_lru = self.server.settings.lfu_policy;
-        self.signal_if_stream(db, key);
+        // Only when someone could be waiting: it costs a lookup of its own.
+        if self.effects.listened {
+            let old = self.ks.db(db).peek(key).map(|e| matches!(e.value, crate::db::Value::Stream(_)));
+            if old == Some(true) {
+                self.signal_created_db(db, key);
+            }
+        }
         let created = self.ks.db_mut(db).upsert(key, value, expire_at, lru, keep_lru);
         if created {
             self.notify(crate::notify::NEW, "new", key);
@@ -204,8 +211,8 @@ impl Ctx<'_> {
     /// Deletes `key` from database `db` (Redis's `dbDelete`) and signals it; the entry it
     /// held, `None` when there was none (nothing signalled).
     pub fn remove_in(&mut self, db: usize, key: &[u8]) -> Option<crate::db::Entry> {
-        self.signal_if_stream(db, key);
         let entry = self.ks.db_mut(db).remove(key)?;
+        self.signal_if_stream(db, key, &entry.value);
         self.signal_modified_db(db, key);
         Some(entry)
     }
@@ -314,10 +321,8 @@ impl Ctx<'_> {
         if !self.ks.exists(db, key, now) {
             return false;
         }
-        self.signal_if_stream(db, key);
-        if self.ks.db_mut(db).remove(key).is_none() {
-            return false;
-        }
+        let Some(entry) = self.ks.db_mut(db).remove(key) else { return false };
+        self.signal_if_stream(db, key, &entry.value);
         self.signal_modified(key);
         self.dirty(1);
         self.notify(crate::notify::GENERIC, "del", key);

@@ -16,16 +16,12 @@ use crate::db::zset::ops::{zset_add, AddOut, CH, NX, XX};
 use crate::db::zset::{ScoreRange, ZSetValue};
 use crate::db::Value;
 use crate::notify;
-use crate::protocol::{ProtocolVersion, Reply};
+use crate::protocol::Reply;
 use crate::util::{parse_f64, parse_i64};
 
 // Geo keys are sorted sets: the same typed access as the sorted-set commands.
 use super::zsets::{add_to_zset, limits, pick};
 use crate::util::opt_is;
-
-fn resp3(ctx: &Ctx<'_>) -> bool {
-    ctx.client.proto == ProtocolVersion::Resp3
-}
 
 /// `getDoubleFromObjectOrReply` with a custom message.
 fn double_or(arg: &[u8], msg: &'static str) -> Result<f64, CmdError> {
@@ -195,7 +191,7 @@ pub fn geohash(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// GEOPOS key [member [member ...]]
 /// ```
 pub fn geopos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let resp3 = resp3(ctx);
+    let resp3 = ctx.resp3();
     let z = read(ctx, &args[1], pick)?;
     let out = args[2..]
         .iter()
@@ -435,7 +431,7 @@ fn search(z: &ZSetValue, shape: &Shape, limit: usize) -> Vec<GeoPoint> {
 
 /// `georadiusGeneric`.
 fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> Result<Reply, CmdError> {
-    let resp3 = resp3(ctx);
+    let resp3 = ctx.resp3();
     let (q, found) = {
         let z = read(ctx, &args[src], pick)?;
         let mut q = parse_query(args, flags, z)?;

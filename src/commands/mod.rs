@@ -98,6 +98,11 @@ impl Ctx<'_> {
         }
     }
 
+    /// Whether replies go out in RESP3 (maps, doubles, nulls of their own).
+    pub fn resp3(&self) -> bool {
+        self.client.proto == crate::protocol::ProtocolVersion::Resp3
+    }
+
     /// Counts a change to the dataset (Redis's `server.dirty`).
     pub fn dirty(&mut self, n: u64) {
         self.server.dirty += n;

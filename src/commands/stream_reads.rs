@@ -13,7 +13,7 @@ use super::streams::{entry_reply, invalid_id, never_empty, pick, pick_mut, stric
 use super::{BlockKind, BlockRequest, CmdError, Ctx, Next};
 use crate::db::stream::{StreamId, StreamValue};
 use crate::notify;
-use crate::protocol::{ProtocolVersion, Reply};
+use crate::protocol::Reply;
 use crate::util::{cstr, opt_is, parse_i64};
 
 /// What a blocked XREAD is served at most when it gave no COUNT.
@@ -82,13 +82,9 @@ fn parse(ctx: &Ctx<'_>, args: &[Bytes], group_cmd: bool) -> Result<ReadArgs, Cmd
     Ok(r)
 }
 
-fn resp3(ctx: &Ctx<'_>) -> bool {
-    ctx.client.proto == ProtocolVersion::Resp3
-}
-
 /// The reply of the streams served: `[[key, entries]...]`, a map in RESP3.
 fn streams_reply(ctx: &Ctx<'_>, served: Vec<(Bytes, Reply)>) -> Reply {
-    if resp3(ctx) {
+    if ctx.resp3() {
         Reply::Map(served.into_iter().map(|(k, e)| (Reply::Bulk(k), e)).collect())
     } else {
         Reply::Array(served.into_iter().map(|(k, e)| Reply::Array(vec![Reply::Bulk(k), e])).collect())

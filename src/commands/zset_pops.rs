@@ -4,7 +4,7 @@
 use super::access::modify;
 use super::effects::arg;
 use super::keys::notify_del_if_gone;
-use super::zsets::{empty, pick, pick_mut, resp3};
+use super::zsets::{empty, pick, pick_mut};
 use super::{parse_block_timeout, BlockRequest, CmdError, Ctx};
 use crate::notify;
 use crate::protocol::Reply;
@@ -67,7 +67,7 @@ fn zpop_min_max(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Result<Reply, C
             .filter(|&n| n >= 0)
             .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))?;
     }
-    let nested = resp3(ctx) && count != -1;
+    let nested = ctx.resp3() && count != -1;
     pop_generic(ctx, &args[1..2], max, false, count, nested)
 }
 

@@ -14,7 +14,7 @@ use crate::db::zset::ops::{self, zset_add, AddOut, Spec, Src, CH, GT, INCR, LT, 
 use crate::db::zset::{LexRange, ScoreRange, ZSetValue};
 use crate::db::Value;
 use crate::notify;
-use crate::protocol::{ProtocolVersion, Reply};
+use crate::protocol::Reply;
 use crate::util::opt_is;
 use crate::util::{format_double, parse_f64};
 
@@ -54,10 +54,6 @@ pub(super) fn limits(ctx: &Ctx<'_>) -> (i64, i64) {
     (l.zset_entries, l.zset_value)
 }
 
-pub(super) fn resp3(ctx: &Ctx<'_>) -> bool {
-    ctx.client.proto == ProtocolVersion::Resp3
-}
-
 fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, CmdError> {
     ops::parse_score_range(min, max).ok_or_else(|| CmdError::other("ERR min or max is not a float"))
 }
@@ -72,7 +68,7 @@ pub(super) fn pairs_reply(ctx: &Ctx<'_>, items: Vec<(Bytes, f64)>, withscores: b
     if !withscores {
         return Reply::Array(items.into_iter().map(|(m, _)| Reply::Bulk(m)).collect());
     }
-    if resp3(ctx) {
+    if ctx.resp3() {
         Reply::Array(items.into_iter().map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])).collect())
     } else {
         Reply::Array(items.into_iter().flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)]).collect())

@@ -15,6 +15,7 @@ pub mod set;
 mod siphash;
 pub mod stream;
 mod stream_group;
+mod stream_node;
 mod table;
 mod value;
 pub mod zset;

@@ -5,23 +5,17 @@
 //! Redis's listpack would pass `stream-node-max-bytes`: each node keeps the size Redis's
 //! listpack would have (`lp_body`, [`lp_int`], [`lp_str`]), so nodes break where Redis's do
 //! and approximate trimming (`~`, which removes whole nodes only) removes exactly what
-//! Redis removes. The bytes themselves are our own, smaller, encoding:
-//!
-//! ```text
-//! node: varint(master field count) (varint(len) field)*  entry*
-//! entry: flags u8 | varint(ms - master.ms) | varint(zigzag(seq - master.seq))
-//!        | values (varint(len) value)*               when flags & SAMEFIELDS
-//!        | varint(n) (varint(len) field varint(len) value){n}   otherwise
-//! ```
+//! Redis removes. The bytes themselves are our own, smaller, encoding (`stream_node.rs`).
 //! As in Redis, a deleted entry stays in its node as a tombstone (flag DELETED) until the
 //! node's last live entry goes, and the node with it.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 use bytes::Bytes;
 
 pub use super::stream_group::{Consumer, Group, Nack};
+pub use super::stream_node::{lp_int, lp_str};
+use super::stream_node::{Node, Share, DELETED};
 
 /// A stream entry ID: milliseconds and sequence, ordered as a 128-bit number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -127,236 +121,6 @@ pub fn parse_id(arg: &[u8], missing_seq: u64, strict: bool, allow_auto_seq: bool
     }
 }
 
-const DELETED: u8 = 1;
-const SAMEFIELDS: u8 = 2;
-
-/// Bytes of an integer element in a Redis listpack (encoding and back length).
-pub fn lp_int(v: i64) -> u32 {
-    match v {
-        0..=127 => 2,
-        -4096..=4095 => 3,
-        -32768..=32767 => 4,
-        -8388608..=8388607 => 5,
-        -2147483648..=2147483647 => 6,
-        _ => 10,
-    }
-}
-
-/// Bytes of a string element in a Redis listpack: integers when the string is one.
-pub fn lp_str(s: &[u8]) -> u32 {
-    if s.len() <= 20 {
-        if let Some(v) = crate::util::parse_i64(s) {
-            return lp_int(v);
-        }
-    }
-    let len = s.len() as u64;
-    let head = if len < 64 {
-        1
-    } else if len < 4096 {
-        2
-    } else {
-        5
-    };
-    let enc = head + len;
-    (enc + super::rdb::lp_backlen_size(enc) as u64).min(u32::MAX as u64) as u32
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads a varint at `*pos` (our own bytes: always well formed).
-fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = buf[*pos];
-        *pos += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
-    put_varint(out, s.len() as u64);
-    out.extend_from_slice(s);
-}
-
-fn get_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
-    let n = get_varint(buf, pos) as usize;
-    let s = &buf[*pos..*pos + n];
-    *pos += n;
-    s
-}
-
-/// Where the length-prefixed bytes at `*pos` lie.
-fn bytes_range(buf: &[u8], pos: &mut usize) -> Range<usize> {
-    let n = get_varint(buf, pos) as usize;
-    let r = *pos..*pos + n;
-    *pos += n;
-    r
-}
-
-/// A node's bytes as replies take them: one copy of the node per read, handed out as slices
-/// (a reference count each) rather than one allocation per field and value. A node past
-/// `SHARE_MAX` (large `stream-node-max-bytes`) is copied piece by piece instead.
-#[derive(Default)]
-struct Share {
-    copy: Option<Bytes>,
-}
-
-const SHARE_MAX: usize = 16 * 1024;
-
-impl Share {
-    fn piece(&mut self, buf: &[u8], r: Range<usize>) -> Bytes {
-        if buf.len() > SHARE_MAX {
-            return Bytes::copy_from_slice(&buf[r]);
-        }
-        self.copy.get_or_insert_with(|| Bytes::copy_from_slice(buf)).slice(r)
-    }
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-/// One node: a master entry's fields, then entries in ID order.
-#[derive(Debug, Clone, PartialEq, Default)]
-struct Node {
-    buf: Vec<u8>,
-    /// Where the first entry starts (after the master fields).
-    entries_at: u32,
-    live: u32,
-    deleted: u32,
-    /// The size of Redis's listpack for this node, without the header, the end byte and
-    /// the live/deleted counters (whose sizes change with their values).
-    lp_body: u32,
-}
-
-/// Where an entry lies in its node.
-#[derive(Debug, Clone, Copy)]
-struct At {
-    start: usize,
-    id: StreamId,
-    flags: u8,
-    /// Where its fields (or values) start, and where the entry ends.
-    body: usize,
-    end: usize,
-}
-
-impl Node {
-    fn new(fields: &[&[u8]]) -> Self {
-        let mut buf = Vec::new();
-        put_varint(&mut buf, fields.len() as u64);
-        let mut lp_body = lp_int(fields.len() as i64) + lp_int(0);
-        for f in fields {
-            put_bytes(&mut buf, f);
-            lp_body += lp_str(f);
-        }
-        Node { entries_at: buf.len() as u32, buf, live: 0, deleted: 0, lp_body }
-    }
-
-    /// The listpack's total bytes in Redis (header 6, end 1).
-    fn lp_bytes(&self) -> u64 {
-        7 + lp_int(self.live as i64) as u64 + lp_int(self.deleted as i64) as u64 + self.lp_body as u64
-    }
-
-    /// Whether `pairs` (field, value, ...) has exactly the master fields, in order.
-    fn has_master_fields(&self, pairs: &[Bytes]) -> bool {
-        let mut pos = 0;
-        let n = get_varint(&self.buf, &mut pos) as usize;
-        n * 2 == pairs.len() && pairs.iter().step_by(2).all(|f| get_bytes(&self.buf, &mut pos) == &f[..])
-    }
-
-    fn master_count(&self) -> usize {
-        let mut pos = 0;
-        get_varint(&self.buf, &mut pos) as usize
-    }
-
-    /// Reads the entry at `start`; `n_master` is the master field count.
-    fn entry_at(&self, master: StreamId, start: usize, n_master: usize) -> At {
-        let buf = &self.buf;
-        let mut pos = start;
-        let flags = buf[pos];
-        pos += 1;
-        let ms = master.ms.wrapping_add(get_varint(buf, &mut pos));
-        let seq = master.seq.wrapping_add(unzigzag(get_varint(buf, &mut pos)) as u64);
-        let body = pos;
-        if flags & SAMEFIELDS != 0 {
-            for _ in 0..n_master {
-                get_bytes(buf, &mut pos);
-            }
-        } else {
-            let n = get_varint(buf, &mut pos);
-            for _ in 0..n * 2 {
-                get_bytes(buf, &mut pos);
-            }
-        }
-        At { start, id: StreamId::new(ms, seq), flags, body, end: pos }
-    }
-
-    /// Every entry (tombstones too) in order.
-    fn entries(&self, master: StreamId) -> Vec<At> {
-        let n_master = self.master_count();
-        let mut out = Vec::with_capacity((self.live + self.deleted) as usize);
-        let mut pos = self.entries_at as usize;
-        while pos < self.buf.len() {
-            let at = self.entry_at(master, pos, n_master);
-            pos = at.end;
-            out.push(at);
-        }
-        out
-    }
-
-    /// Where each master field lies in the buffer.
-    fn master_ranges(&self) -> Vec<Range<usize>> {
-        let mut pos = 0;
-        let n = get_varint(&self.buf, &mut pos);
-        (0..n).map(|_| bytes_range(&self.buf, &mut pos)).collect()
-    }
-
-    /// The fields and values of the entry at `at`; `master` is the node's master fields,
-    /// `share` hands out the bytes.
-    fn fields_of(&self, at: &At, master: &[Range<usize>], share: &mut Share) -> Vec<(Bytes, Bytes)> {
-        let buf = &self.buf;
-        let mut pos = at.body;
-        if at.flags & SAMEFIELDS != 0 {
-            master
-                .iter()
-                .map(|f| {
-                    let v = bytes_range(buf, &mut pos);
-                    (share.piece(buf, f.clone()), share.piece(buf, v))
-                })
-                .collect()
-        } else {
-            let n = get_varint(buf, &mut pos);
-            (0..n)
-                .map(|_| {
-                    let f = bytes_range(buf, &mut pos);
-                    let v = bytes_range(buf, &mut pos);
-                    (share.piece(buf, f), share.piece(buf, v))
-                })
-                .collect()
-        }
-    }
-
-    /// The last entry's ID, tombstone or not (Redis's `lpGetEdgeStreamID`).
-    fn last_id(&self, master: StreamId) -> StreamId {
-        self.entries(master).last().map_or(master, |a| a.id)
-    }
-}
-
 /// A stream: its entries, its counters and its consumer groups.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StreamValue {
@@ -426,7 +190,6 @@ impl StreamValue {
     /// Appends an entry with `id`, which the caller checked is above `last_id`; `pairs` is
     /// field, value, field, value...
     pub fn append(&mut self, id: StreamId, pairs: &[Bytes], limits: NodeLimits) {
-        let numfields = pairs.len() / 2;
         let total: u64 = pairs.iter().map(|p| p.len() as u64).sum();
         let max_bytes = if limits.max_bytes == 0 || limits.max_bytes > LISTPACK_MAX { LISTPACK_MAX } else { limits.max_bytes };
         let full = match self.nodes.last_key_value() {
@@ -459,30 +222,7 @@ impl StreamValue {
             // and gives back what it did not use when it closes.
             node.buf.reserve(1024);
         }
-        let ms_delta = id.ms.wrapping_sub(master.ms);
-        let seq_delta = id.seq.wrapping_sub(master.seq) as i64;
-        let flags = if same { SAMEFIELDS } else { 0 };
-        node.buf.push(flags);
-        put_varint(&mut node.buf, ms_delta);
-        put_varint(&mut node.buf, zigzag(seq_delta));
-        let mut lp = lp_int(flags as i64) + lp_int(ms_delta as i64) + lp_int(seq_delta);
-        if same {
-            for v in pairs.iter().skip(1).step_by(2) {
-                put_bytes(&mut node.buf, v);
-                lp += lp_str(v);
-            }
-        } else {
-            put_varint(&mut node.buf, numfields as u64);
-            lp += lp_int(numfields as i64);
-            for p in pairs {
-                put_bytes(&mut node.buf, p);
-                lp += lp_str(p);
-            }
-        }
-        let lp_count = if same { numfields + 3 } else { numfields * 2 + 4 };
-        lp += lp_int(lp_count as i64);
-        node.lp_body = node.lp_body.saturating_add(lp);
-        node.live += 1;
+        node.push(master, id, pairs, same);
         self.node_bytes = self.node_bytes + node.buf.capacity() - before;
         self.length += 1;
         self.entries_added += 1;
@@ -593,9 +333,7 @@ impl StreamValue {
             self.node_bytes -= node.buf.capacity();
             self.nodes.remove(&key);
         } else {
-            node.buf[at.start] |= DELETED;
-            node.live -= 1;
-            node.deleted += 1;
+            node.mark_deleted(&at);
         }
         true
     }
@@ -640,13 +378,11 @@ impl StreamValue {
                     break;
                 }
                 if at.flags & DELETED == 0 {
-                    node.buf[at.start] |= DELETED;
+                    node.mark_deleted(&at);
                     from_node += 1;
                     self.length -= 1;
                 }
             }
-            node.live -= from_node;
-            node.deleted += from_node;
             deleted += from_node as u64;
             break;
         }

@@ -112,9 +112,10 @@ impl Executor {
 
     fn serve_keys(&mut self) {
         while let Some(slot) = self.waiters.ready.pop_front() {
-            // Waiters tried and left blocked: the others may still take something (stream
-            // readers each wait for entries past their own ID).
-            let mut tried: Vec<ClientId> = Vec::new();
+            // Where in the key's queue the search resumes: waiters before it were tried and
+            // left blocked (they keep their place; the ones after may still take something,
+            // stream readers each waiting past their own ID). One pass over the queue.
+            let mut from = 0;
             loop {
                 // Served only from a key of the type it waits for (checked now, at serve
                 // time: the key may have changed again since it was signalled). The first
@@ -126,11 +127,19 @@ impl Executor {
                 let clients = &self.server.clients;
                 let waiting = |id: &ClientId| {
                     let kind = clients.get(id).and_then(|c| c.blocked.as_ref()).map(|b| b.kind);
-                    !tried.contains(id) && kind.is_none_or(|k| k.served_by(value))
+                    kind.is_none_or(|k| k.served_by(value))
                 };
-                let Some(&id) = self.waiters.by_key.get(&slot).and_then(|q| q.iter().find(|id| waiting(id))) else {
+                let Some((at, id)) = self
+                    .waiters
+                    .by_key
+                    .get(&slot)
+                    .and_then(|q| q.iter().enumerate().skip(from).find(|(_, id)| waiting(id)))
+                    .map(|(at, id)| (at, *id))
+                else {
                     break;
                 };
+                // Served or dropped, it leaves the queue and the next one takes its index.
+                from = at;
                 let Some(mut client) = self.server.clients.remove(&id) else {
                     self.drop_waiter(&slot, id);
                     continue;
@@ -148,7 +157,7 @@ impl Executor {
                     // Nothing it can take after all: it keeps its place.
                     client.blocked = Some(blocked);
                     self.server.clients.insert(id, client);
-                    tried.push(id);
+                    from = at + 1;
                     continue;
                 }
                 self.unpark(id, &blocked);
