@@ -714,6 +714,13 @@ impl ServerState {
         self.repl.replicas.iter().filter_map(|id| self.clients.get(id)).filter_map(|c| c.replica.as_ref().map(|p| (&**c, p)))
     }
 
+    /// The replica listening on `host:port` (its address as the primary sees it, and its
+    /// REPLCONF listening-port), as Redis's `findReplica` matches FAILOVER TO.
+    pub fn find_replica(&self, host: &str, port: i64) -> Option<(&Client, &crate::replication::Peer)> {
+        self.replica_peers()
+            .find(|(c, _)| crate::replication::peer_ip(&c.addr).eq_ignore_ascii_case(host) && c.replconf_port as i64 == port)
+    }
+
     /// Online replicas that acknowledged `offset` (WAIT).
     pub fn acked_replicas(&self, offset: u64) -> usize {
         self.replica_peers().filter(|(_, p)| p.state == crate::replication::PeerState::Online && p.ack_offset >= offset).count()

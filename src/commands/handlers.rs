@@ -307,41 +307,41 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     replication::sync, // 286
     replication::replconf, // 287
     replication::wait, // 288
-    acl::acl_cat, // 289
-    acl::acl_deluser, // 290
-    acl::acl_dryrun, // 291
-    acl::acl_getuser, // 292
-    acl::acl_genpass, // 293
-    acl::acl_list, // 294
-    acl::acl_load, // 295
-    acl::acl_log, // 296
-    acl::acl_save, // 297
-    acl::acl_setuser, // 298
-    acl::acl_users, // 299
-    acl::acl_whoami, // 300
-    acl::acl_help, // 301
-    unknown_subcommand, // 302
-    dump::dump, // 303
-    dump::restore, // 304
-    dump::migrate, // 305
-    server::save, // 306
-    server::bgsave, // 307
-    diagnostics::memory_usage, // 308
-    diagnostics::memory_stats, // 309
-    diagnostics::memory_doctor, // 310
-    diagnostics::memory_malloc_stats, // 311
-    diagnostics::memory_purge, // 312
-    diagnostics::memory_help, // 313
-    unknown_subcommand, // 314
-    diagnostics::latency_latest, // 315
-    diagnostics::latency_history, // 316
-    diagnostics::latency_reset, // 317
-    diagnostics::latency_doctor, // 318
-    diagnostics::latency_graph, // 319
-    diagnostics::latency_histogram, // 320
-    diagnostics::latency_help, // 321
-    unknown_subcommand, // 322
-    cluster::disabled, // 323
+    replication::failover, // 289
+    acl::acl_cat, // 290
+    acl::acl_deluser, // 291
+    acl::acl_dryrun, // 292
+    acl::acl_getuser, // 293
+    acl::acl_genpass, // 294
+    acl::acl_list, // 295
+    acl::acl_load, // 296
+    acl::acl_log, // 297
+    acl::acl_save, // 298
+    acl::acl_setuser, // 299
+    acl::acl_users, // 300
+    acl::acl_whoami, // 301
+    acl::acl_help, // 302
+    unknown_subcommand, // 303
+    dump::dump, // 304
+    dump::restore, // 305
+    dump::migrate, // 306
+    server::save, // 307
+    server::bgsave, // 308
+    diagnostics::memory_usage, // 309
+    diagnostics::memory_stats, // 310
+    diagnostics::memory_doctor, // 311
+    diagnostics::memory_malloc_stats, // 312
+    diagnostics::memory_purge, // 313
+    diagnostics::memory_help, // 314
+    unknown_subcommand, // 315
+    diagnostics::latency_latest, // 316
+    diagnostics::latency_history, // 317
+    diagnostics::latency_reset, // 318
+    diagnostics::latency_doctor, // 319
+    diagnostics::latency_graph, // 320
+    diagnostics::latency_histogram, // 321
+    diagnostics::latency_help, // 322
+    unknown_subcommand, // 323
     cluster::disabled, // 324
     cluster::disabled, // 325
     cluster::disabled, // 326
@@ -368,14 +368,15 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     cluster::disabled, // 347
     cluster::disabled, // 348
     cluster::disabled, // 349
-    unknown_subcommand, // 350
-    cluster::disabled, // 351
+    cluster::disabled, // 350
+    unknown_subcommand, // 351
     cluster::disabled, // 352
     cluster::disabled, // 353
-    module::module_list, // 354
-    module::module_load, // 355
-    module::module_loadex, // 356
-    module::module_unload, // 357
-    module::module_help, // 358
-    unknown_subcommand, // 359
+    cluster::disabled, // 354
+    module::module_list, // 355
+    module::module_load, // 356
+    module::module_loadex, // 357
+    module::module_unload, // 358
+    module::module_help, // 359
+    unknown_subcommand, // 360
 ];

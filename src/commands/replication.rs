@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::{arg_i64, BlockRequest, CmdError, Ctx, Next};
 use crate::config::P;
 use crate::protocol::Reply;
-use crate::replication::{peer_ip, PeerState, ReplRequest};
+use crate::replication::{peer_ip, Failover, FailoverState, PeerState, ReplRequest};
 use crate::state::ServerState;
 use crate::util::eq_ignore_case;
 
@@ -17,6 +17,9 @@ use crate::util::eq_ignore_case;
 /// REPLICAOF host port | REPLICAOF NO ONE
 /// ```
 pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.server.repl.failover.is_some() {
+        return Err(CmdError::other("ERR REPLICAOF not allowed while failing over."));
+    }
     if eq_ignore_case(&args[1], "no") && eq_ignore_case(&args[2], "one") {
         ctx.then(Next::Replication(Box::new(ReplRequest::ReplicaOf(None))));
         return Ok(Reply::OK);
@@ -76,9 +79,10 @@ pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
         return Err(CmdError::other(NO_RDB));
     }
+    let failover = args.len() > 3 && eq_ignore_case(&args[3], "failover");
     let offset = arg_i64(&args[2])?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
-    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid, offset, legacy: false })));
+    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid, offset, legacy: false, failover })));
     Ok(Reply::NoReply)
 }
 
@@ -89,7 +93,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
         return Err(CmdError::other(NO_RDB));
     }
-    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true })));
+    ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true, failover: false })));
     Ok(Reply::NoReply)
 }
 
@@ -135,6 +139,75 @@ pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Err(CmdError::Other(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).into()));
         }
     }
+    Ok(Reply::OK)
+}
+
+/// ```text
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+/// ```
+/// Checks the arguments and the roles as Redis does, in its order, then pauses writes: the
+/// executor (`executor/replicate/failover.rs`) waits for a replica to catch up and hands it
+/// the primary's role.
+pub fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() == 2 && eq_ignore_case(&args[1], "abort") {
+        if ctx.server.repl.failover.is_none() {
+            return Err(CmdError::other("ERR No failover in progress."));
+        }
+        ctx.then(Next::Replication(Box::new(ReplRequest::FailoverAbort)));
+        return Ok(Reply::OK);
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None::<(String, i64)>);
+    let mut j = 1;
+    while j < args.len() {
+        if eq_ignore_case(&args[j], "timeout") && j + 1 < args.len() && timeout == 0 {
+            timeout = arg_i64(&args[j + 1])?;
+            if timeout <= 0 {
+                return Err(CmdError::other("ERR FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if eq_ignore_case(&args[j], "to") && j + 2 < args.len() && target.is_none() {
+            let port = arg_i64(&args[j + 2])?;
+            target = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            j += 3;
+        } else if eq_ignore_case(&args[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let s = &*ctx.server;
+    if s.repl.failover.is_some() {
+        return Err(CmdError::other("ERR FAILOVER already in progress."));
+    }
+    if s.repl.master.is_some() {
+        return Err(CmdError::other("ERR FAILOVER is not valid when server is a replica."));
+    }
+    if s.replica_peers().next().is_none() {
+        return Err(CmdError::other("ERR FAILOVER requires connected replicas."));
+    }
+    if force && (timeout == 0 || target.is_none()) {
+        return Err(CmdError::other("ERR FAILOVER with force option requires both a timeout and target HOST and IP."));
+    }
+    let target = match target {
+        Some((host, port)) => {
+            let Some((_, peer)) = s.find_replica(&host, port) else {
+                return Err(CmdError::other("ERR FAILOVER target HOST and PORT is not a replica."));
+            };
+            if peer.state != PeerState::Online {
+                return Err(CmdError::other("ERR FAILOVER target replica is not online."));
+            }
+            crate::log::notice(&format!("FAILOVER requested to {host}:{port}."));
+            Some((host, port as u16))
+        }
+        None => {
+            crate::log::notice("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    let deadline_ms = (timeout > 0).then(|| crate::clock::now_ms().saturating_add(timeout));
+    ctx.server.repl.failover = Some(Failover { state: FailoverState::WaitForSync, target, deadline_ms, force, link: None });
+    ctx.then(Next::Replication(Box::new(ReplRequest::FailoverStart)));
     Ok(Reply::OK)
 }
 
@@ -227,7 +300,8 @@ pub fn info_section(s: &ServerState) -> String {
     };
     let _ = write!(
         out,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        Failover::state_name(repl.failover.as_ref()),
         repl.replid,
         repl.replid2,
         repl.offset,

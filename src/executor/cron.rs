@@ -20,6 +20,7 @@ impl Executor {
     pub(super) fn cron(&mut self, hz: u64) {
         self.anchor = crate::clock::Anchor::now();
         self.replication_cron();
+        self.failover_progress();
         let used = self.ks.used_memory() as u64;
         self.server.memory_peak = self.server.memory_peak.max(used);
         let now_ms = crate::clock::now_ms();
@@ -56,7 +57,9 @@ impl Executor {
         let budget_us = 250_000 / hz;
         let now = crate::clock::now_ms();
         let server = &mut self.server;
-        if server.active_expire_enabled {
+        // A FAILOVER waits for the stream to stop growing: expiry waits with the writes, as
+        // Redis pauses it while writes are paused.
+        if server.active_expire_enabled && server.repl.failover.is_none() {
             self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
         }
         // Active expiry aborts watchers' transactions too; then the records can go (nothing

@@ -11,13 +11,19 @@ use crate::conn::{OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER};
 use crate::state::Client;
 
 impl Executor {
-    /// CLIENT PAUSE: whether this command has to wait (all commands, or writes only).
+    /// CLIENT PAUSE (all commands, or writes only) or a FAILOVER (writes): whether this
+    /// command has to wait.
     pub(super) fn must_wait_for_pause(&mut self, args: &[Bytes]) -> bool {
-        let Some((until, all)) = self.server.pause else { return false };
-        if Instant::now() >= until {
-            self.server.pause = None;
-            return false;
+        if let Some((until, _)) = self.server.pause {
+            if Instant::now() >= until {
+                self.server.pause = None;
+            }
         }
+        let all = match self.server.pause {
+            Some((_, all)) => all,
+            None if self.server.repl.failover.is_some() => false,
+            None => return false,
+        };
         if all {
             return true;
         }
@@ -77,7 +83,7 @@ impl Executor {
 
     /// After a pause ends: the postponed clients go on, in the order they stopped.
     pub(super) fn resume_postponed(&mut self) {
-        if self.server.pause.is_some_and(|(until, _)| Instant::now() < until) {
+        if self.server.pause.is_some_and(|(until, _)| Instant::now() < until) || self.server.repl.failover.is_some() {
             return;
         }
         self.server.pause = None;
@@ -89,7 +95,7 @@ impl Executor {
                 self.finish_step(&mut client);
             }
             self.server.clients.insert(id, client);
-            if self.server.pause.is_some() {
+            if self.server.pause.is_some() || self.server.repl.failover.is_some() {
                 break;
             }
         }

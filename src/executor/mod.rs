@@ -315,6 +315,7 @@ impl Executor {
                 }
                 if self.server.repl.acked {
                     self.serve_waits();
+                    self.failover_progress();
                 }
                 if self.server.repl.kill_master {
                     self.replication_cron();
@@ -322,11 +323,19 @@ impl Executor {
             }
             // release_replies, which follows every turn, lets go of what the sync covers.
             Request::LogSynced => {}
-            Request::ReplSnapshot { link, replid, offset, path } => self.install_snapshot(link, replid, offset, path),
-            Request::ReplContinue { link, replid } => self.continue_stream(link, replid),
+            Request::ReplSnapshot { link, replid, offset, path } => {
+                self.install_snapshot(link, replid, offset, path);
+                self.failover_link_up(link);
+            }
+            Request::ReplContinue { link, replid } => {
+                self.continue_stream(link, replid);
+                self.failover_link_up(link);
+            }
             Request::ReplStream { link, offset, data } => self.apply_stream(link, offset, data),
             Request::ReplLinkDown { link, resume } => {
-                let _ = resume.send(self.link_down(link));
+                let at = self.link_down(link);
+                self.failover_link_down(link);
+                let _ = resume.send(at);
             }
             Request::ReplAckWanted { link } => {
                 self.replica.ack_wanted = self.replica.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)

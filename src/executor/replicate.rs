@@ -10,6 +10,7 @@
 //!
 //! `primary.rs` is the primary's half, `replica.rs` the replica's.
 
+mod failover;
 mod primary;
 mod replica;
 
@@ -25,9 +26,24 @@ impl Executor {
     /// Runs what a replication command asked for; returns its reply.
     pub(super) fn replication_request(&mut self, client: &mut Client, req: ReplRequest) -> Reply {
         match req {
-            ReplRequest::Psync { replid, offset, legacy } => self.psync(client, &replid, offset, legacy),
+            ReplRequest::Psync { replid, offset, legacy, failover } => {
+                if failover {
+                    if let Err(e) = self.take_over(client, &replid) {
+                        return e;
+                    }
+                }
+                self.psync(client, &replid, offset, legacy)
+            }
             ReplRequest::ReplicaOf(Some((host, port))) => self.replicaof(client, host, port),
-            ReplRequest::ReplicaOf(None) => self.promote(client),
+            ReplRequest::ReplicaOf(None) => self.promote(&format!("user request from 'id={} addr={}'", client.id, client.addr)),
+            ReplRequest::FailoverStart => {
+                self.start_failover();
+                Reply::OK
+            }
+            ReplRequest::FailoverAbort => {
+                self.abort_failover("Failover manually aborted");
+                Reply::OK
+            }
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct LinkConfig {
     pub timeout: Duration,
     /// What the first PSYNC asks for: (replication id, offset), or a full sync.
     pub resume: Option<(String, u64)>,
+    /// The first PSYNC asks the primary, this server's caught-up replica, to take over
+    /// (FAILOVER).
+    pub failover: bool,
     /// `tls-replication yes`: the connector, or why it could not be built.
     pub tls: Option<Result<LinkTls, String>>,
 }
@@ -66,13 +69,15 @@ const CHECKPOINT_LINE: usize = 21;
 /// through the same ordered channel).
 pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::conn::RequestTx) {
     let mut resume = cfg.resume.clone();
+    let mut first = true;
     loop {
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
         shared.state.store(LINK_CONNECTING, Ordering::Release);
         log::notice(&format!("Connecting to MASTER {}:{}", cfg.host, cfg.port));
-        let result = session(&cfg, &shared, &tx, &resume).await;
+        let result = session(&cfg, &shared, &tx, &resume, first).await;
+        first = false;
         shared.state.store(LINK_CONNECT, Ordering::Release);
         if shared.stop.load(Ordering::Acquire) {
             return;
@@ -97,7 +102,13 @@ pub async fn run(cfg: LinkConfig, shared: Arc<LinkShared>, tx: crate::conn::Requ
 }
 
 /// One connection: handshake, sync, stream. Returns when the connection ends.
-async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &crate::conn::RequestTx, resume: &Option<(String, u64)>) -> Result<(), String> {
+async fn session(
+    cfg: &LinkConfig,
+    shared: &LinkShared,
+    tx: &crate::conn::RequestTx,
+    resume: &Option<(String, u64)>,
+    first: bool,
+) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
     let sock = match tokio::time::timeout(cfg.timeout, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
@@ -151,7 +162,11 @@ async fn session(cfg: &LinkConfig, shared: &LinkShared, tx: &crate::conn::Reques
     if resume.is_some() {
         log::notice(&format!("Trying a partial resynchronization (request {replid}:{offset})."));
     }
-    let reply = command(&mut sock, &mut buf, cfg, &["PSYNC", &replid, &offset]).await?;
+    let reply = if cfg.failover && first {
+        command(&mut sock, &mut buf, cfg, &["PSYNC", &replid, &offset, "FAILOVER"]).await?
+    } else {
+        command(&mut sock, &mut buf, cfg, &["PSYNC", &replid, &offset]).await?
+    };
     shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();

@@ -150,6 +150,8 @@ pub struct ReplState {
     pub acked: bool,
     /// CLIENT KILL TYPE master was asked for.
     pub kill_master: bool,
+    /// A FAILOVER in progress.
+    pub failover: Option<Failover>,
 }
 
 impl Default for ReplState {
@@ -168,6 +170,7 @@ impl Default for ReplState {
             sync_partial_err: 0,
             acked: false,
             kill_master: false,
+            failover: None,
         }
     }
 }
@@ -185,12 +188,51 @@ pub fn peer_ip(addr: &str) -> &str {
     addr.rsplit_once(':').map_or(addr, |(ip, _)| ip)
 }
 
+/// Where a FAILOVER stands (INFO's `master_failover_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverState {
+    /// Writes are paused; waiting for a replica to acknowledge the whole stream.
+    WaitForSync,
+    /// This server follows the target and asked it to take over (PSYNC ... FAILOVER).
+    InProgress,
+}
+
+/// A FAILOVER in progress: the primary hands its role to one of its replicas (Redis 7.0's
+/// coordinated failover). Writes wait while it lasts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failover {
+    pub state: FailoverState,
+    /// The replica named by `TO host port`, or the first to catch up.
+    pub target: Option<(String, u16)>,
+    /// Wall-clock ms after which the wait ends (TIMEOUT), by failing over anyway (FORCE) or
+    /// by aborting.
+    pub deadline_ms: Option<i64>,
+    pub force: bool,
+    /// The generation of the link to the target once in progress.
+    pub link: Option<u64>,
+}
+
+impl Failover {
+    pub fn state_name(f: Option<&Failover>) -> &'static str {
+        match f.map(|f| f.state) {
+            None => "no-failover",
+            Some(FailoverState::WaitForSync) => "waiting-for-sync",
+            Some(FailoverState::InProgress) => "failover-in-progress",
+        }
+    }
+}
+
 /// Work only the executor can do, asked for by a replication command's handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplRequest {
     /// PSYNC (`legacy`: SYNC). `offset` is the first byte wanted, as Redis counts (our
-    /// offset + 1); -1 with replid "?" asks for a full sync.
-    Psync { replid: String, offset: i64, legacy: bool },
+    /// offset + 1); -1 with replid "?" asks for a full sync. `failover`: the primary asks
+    /// this replica to take over first (`PSYNC replid offset FAILOVER`).
+    Psync { replid: String, offset: i64, legacy: bool, failover: bool },
     /// REPLICAOF host port, or NO ONE (None).
     ReplicaOf(Option<(String, u16)>),
+    /// FAILOVER: the wait begins (the handler checked the arguments and set the state).
+    FailoverStart,
+    /// FAILOVER ABORT.
+    FailoverAbort,
 }

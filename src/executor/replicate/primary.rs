@@ -37,6 +37,9 @@ impl Executor {
             // Already a replica: a second PSYNC is ignored, as Redis does.
             return Reply::NoReply;
         }
+        if self.server.repl.failover.is_some() {
+            return Reply::error("NOMASTERLINK Can't SYNC while failing over");
+        }
         if self.log.aof.is_none() {
             return Reply::error("ERR Vermilion replicates its log: the primary needs appendonly yes");
         }

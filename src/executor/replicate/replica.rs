@@ -84,7 +84,7 @@ impl Executor {
         if let [host, port] = words[..] {
             match port.parse::<u16>() {
                 Ok(port) => {
-                    if let Err(e) = self.become_replica(host.to_string(), port) {
+                    if let Err(e) = self.become_replica(host.to_string(), port, false) {
                         log::warning(&format!("Can't start replication from the configuration: {e}"));
                     }
                 }
@@ -103,7 +103,7 @@ impl Executor {
                 return Reply::status("OK Already connected to specified master");
             }
         }
-        if let Err(e) = self.become_replica(host.clone(), port) {
+        if let Err(e) = self.become_replica(host.clone(), port, false) {
             return Reply::Error(e.into());
         }
         log::notice(&format!("REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')", client.id, client.addr));
@@ -111,7 +111,9 @@ impl Executor {
     }
 
     /// Starts (or moves) the link to a primary. The data stays until a full sync replaces it.
-    pub(in crate::executor) fn become_replica(&mut self, host: String, port: u16) -> Result<(), String> {
+    /// `failover`: this primary hands its role to `host:port`, its caught-up replica, whose
+    /// first PSYNC carries FAILOVER.
+    pub(in crate::executor) fn become_replica(&mut self, host: String, port: u16, failover: bool) -> Result<(), String> {
         let Some(rt) = replication::runtime() else {
             return Err("ERR replication needs the server's network runtime".into());
         };
@@ -163,10 +165,13 @@ impl Executor {
             sync_file,
             timeout: std::time::Duration::from_secs(self.server.config.get_int(P::ReplTimeout).max(1) as u64),
             resume: resume.clone(),
+            failover,
             tls: tls.then(|| crate::tls::connector(&self.server.config).map(replication::link::LinkTls)),
         };
         let tx = self.log.wake_tx.clone().ok_or("ERR the executor has no request channel")?;
         rt.spawn(replication::link::run(cfg, shared.clone(), tx));
+        // CONFIG GET replicaof and CONFIG REWRITE show the primary followed now, as in Redis.
+        let _ = self.server.config.set("replicaof", &format!("{host} {port}"), true);
         repl.master = Some(MasterLink { host, port, id, shared, synced: false, resume, down_since_ms: crate::clock::now_ms() });
         log::set_role(b'S');
         Ok(())
@@ -175,7 +180,8 @@ impl Executor {
     /// REPLICAOF NO ONE: a primary again, continuing the same data under a new replication
     /// id (the old one stays as the secondary id, so the old primary's other replicas can
     /// continue partially from here).
-    pub(super) fn promote(&mut self, client: &Client) -> Reply {
+    /// `why`: the log's words for who asked (`user request from '...'`).
+    pub(super) fn promote(&mut self, why: &str) -> Reply {
         if self.server.repl.master.is_none() {
             return Reply::OK;
         }
@@ -189,6 +195,7 @@ impl Executor {
         self.feed_replicas();
         self.stop_link();
         self.server.repl.master = None;
+        let _ = self.server.config.set("replicaof", "", true);
         let offset = self.stream_end();
         self.server.repl.offset = offset;
         self.server.repl.shift_replid(replication::new_replid(), offset);
@@ -213,7 +220,7 @@ impl Executor {
             offset + 1,
             self.server.repl.replid
         ));
-        log::notice(&format!("MASTER MODE enabled (user request from 'id={} addr={}')", client.id, client.addr));
+        log::notice(&format!("MASTER MODE enabled ({why})"));
         Reply::OK
     }
 
