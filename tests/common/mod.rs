@@ -64,11 +64,16 @@ impl Server {
         self.kill9();
         let dir = self.take_dir();
         let port = self.port.to_string();
+        // A config file, like redis-server's, must come first.
+        let (file, options) = match extra.first() {
+            Some(f) if !f.starts_with("--") => (Some(*f), &extra[1..]),
+            _ => (None, extra),
+        };
         let mut args = vec!["--port", port.as_str()];
-        args.extend_from_slice(extra);
+        args.extend_from_slice(options);
         for _ in 0..50 {
             let mut cmd = Command::new(vermilion_bin());
-            cmd.arg("--dir").arg(dir.path()).args(&args).stdout(Stdio::null()).stderr(Stdio::null());
+            cmd.args(file).arg("--dir").arg(dir.path()).args(&args).stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().expect("spawn vermilion-server");
             let mut server = Server { child, port: self.port, dir: tempfile::tempdir().expect("tempdir") };
             if server.wait_ready(Duration::from_secs(10)) {
@@ -387,5 +392,37 @@ fn answering_pid(s: &mut TcpStream) -> Answer {
         if got.len() > 64 * 1024 {
             return Answer::Other;
         }
+    }
+}
+
+/// Another program the test started (redis-sentinel, nutcracker), killed when dropped.
+pub struct Daemon(pub Child);
+
+impl Daemon {
+    /// Starts `bin args...` with its output discarded.
+    pub fn spawn(bin: &str, args: &[&str]) -> Daemon {
+        let child = Command::new(bin)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {bin}: {e} (install it: see .ci/run)"));
+        Daemon(child)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until something listens on `port` (a daemon started by the test).
+pub fn wait_listening(port: u16, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
