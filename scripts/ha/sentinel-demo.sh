@@ -20,6 +20,7 @@ cleanup() {
   if [ "${KEEP:-0}" = 1 ]; then echo "files kept in $DIR"; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 
 up() { for _ in $(seq 500); do redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return; sleep 0.02; done; echo "port $1 not up"; exit 1; }
 
@@ -74,8 +75,8 @@ echo "sentinels: redis-cli -p $((BASE + 20000)) sentinel get-master-addr-by-name
 redis-cli -p $((BASE + 20000)) sentinel master mymaster | paste - - | grep -E '^(ip|port|num-slaves|num-other-sentinels|quorum)\s'
 
 if [ "${1:-}" = failover ]; then
-  redis-cli -p "$BASE" set before-failover 1 >/dev/null
-  redis-cli -p "$BASE" wait 1 0 >/dev/null
+  # One connection: WAIT counts the replicas that have this client's write.
+  printf 'SET before-failover 1\nWAIT 1 0\n' | redis-cli -p "$BASE" >/dev/null
   echo "kill -9 of the primary (port $BASE)"
   start=$(date +%s%N)
   kill -9 "$PRIMARY_PID"
