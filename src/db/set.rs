@@ -146,9 +146,20 @@ impl SetValue {
         Some(member.into_bytes())
     }
 
-    /// Every member (in an unspecified but stable order while the set is unchanged).
+    /// Every member: in ascending numeric order while Redis would hold the set as an intset
+    /// (its order, which SMEMBERS, SSCAN and the set algebra show), else in an unspecified
+    /// but stable order while the set is unchanged.
     pub fn iter(&self) -> impl Iterator<Item = &Key> {
-        self.items.keys()
+        let sorted = self.intset.then(|| {
+            let mut v: Vec<(i64, &Key)> = self.items.keys().map(|k| (crate::util::parse_i64(k.as_ref()).unwrap_or(0), k)).collect();
+            v.sort_unstable_by_key(|(n, _)| *n);
+            v.into_iter().map(|(_, k)| k)
+        });
+        let (a, b) = match sorted {
+            Some(v) => (Some(v), None),
+            None => (None, Some(self.items.keys())),
+        };
+        a.into_iter().flatten().chain(b.into_iter().flatten())
     }
 
     /// The member at dense position `index` (`0..len()`), for uniform random picks.
@@ -181,6 +192,8 @@ mod tests {
         assert!(!s.add(b"1", 2));
         assert!(s.add(b"-5", 2));
         assert_eq!((s.len(), s.encoding()), (2, "intset"));
+        // An intset iterates in ascending order, as Redis's does.
+        assert_eq!(s.iter().map(|k| k.as_ref().to_vec()).collect::<Vec<_>>(), vec![b"-5".to_vec(), b"1".to_vec()]);
         assert!(s.add(b"7", 2));
         assert_eq!(s.encoding(), "hashtable");
         let mut t = SetValue::new();
