@@ -150,16 +150,13 @@ impl SetValue {
     /// (its order, which SMEMBERS, SSCAN and the set algebra show), else in an unspecified
     /// but stable order while the set is unchanged.
     pub fn iter(&self) -> impl Iterator<Item = &Key> {
-        let sorted = self.intset.then(|| {
-            let mut v: Vec<(i64, &Key)> = self.items.keys().map(|k| (crate::util::parse_i64(k.as_ref()).unwrap_or(0), k)).collect();
-            v.sort_unstable_by_key(|(n, _)| *n);
-            v.into_iter().map(|(_, k)| k)
-        });
-        let (a, b) = match sorted {
-            Some(v) => (Some(v), None),
-            None => (None, Some(self.items.keys())),
-        };
-        a.into_iter().flatten().chain(b.into_iter().flatten())
+        let mut sorted: Vec<(i64, &Key)> = Vec::new();
+        if self.intset {
+            sorted.extend(self.items.keys().map(|k| (crate::util::parse_i64(k.as_ref()).unwrap_or(0), k)));
+            sorted.sort_unstable_by_key(|(n, _)| *n);
+        }
+        let plain = (!self.intset).then(|| self.items.keys());
+        sorted.into_iter().map(|(_, k)| k).chain(plain.into_iter().flatten())
     }
 
     /// The member at dense position `index` (`0..len()`), for uniform random picks.

@@ -93,8 +93,7 @@ impl Executor {
     /// the failover is done, and the writes held since it began are answered as a replica
     /// answers them.
     pub(in crate::executor) fn failover_link_up(&mut self, link: u64) {
-        let done = self.server.repl.failover.as_ref().is_some_and(|f| f.state == FailoverState::InProgress && f.link == Some(link));
-        if done {
+        if self.handing_over_on(link) {
             self.server.repl.failover = None;
             self.resume_postponed();
         }
@@ -104,10 +103,14 @@ impl Executor {
     /// error): the failover is aborted. Redis keeps retrying until FAILOVER ABORT; a primary
     /// that takes its role back at once leaves no window without one.
     pub(in crate::executor) fn failover_link_down(&mut self, link: u64) {
-        let failed = self.server.repl.failover.as_ref().is_some_and(|f| f.state == FailoverState::InProgress && f.link == Some(link));
-        if failed {
+        if self.handing_over_on(link) {
             self.abort_failover("Failover target rejected psync request");
         }
+    }
+
+    /// Whether `link` is the one a failover in progress handed over on.
+    fn handing_over_on(&self, link: u64) -> bool {
+        self.server.repl.failover.as_ref().is_some_and(|f| f.state == FailoverState::InProgress && f.link == Some(link))
     }
 
     /// `PSYNC <replid> <offset> FAILOVER` to this replica: its primary hands over. The id
