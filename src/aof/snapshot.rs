@@ -89,7 +89,7 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
             e.put(&T_ZSET);
             e.put(&(z.len() as u64));
             for (m, score) in z.iter() {
-                e.put(&m[..]);
+                e.put(m);
                 e.put(&score);
             }
         }
@@ -343,7 +343,7 @@ impl<'a> Dec<'a> {
                         z.insert(m, score, limits.zset_entries, limits.zset_value);
                     }
                 }
-                Value::ZSet(Box::new(z))
+                Value::ZSet(z)
             }
             T_HASH => {
                 let mut h = HashValue::new();
@@ -448,7 +448,7 @@ mod tests {
         db.insert(Bytes::from_static(b"l"), Value::List(Box::new(l)), None, 0);
         let mut z = ZSetValue::new();
         z.insert(b"m", 1.5, 128, 64);
-        db.insert(Bytes::from_static(b"z"), Value::ZSet(Box::new(z)), None, 0);
+        db.insert(Bytes::from_static(b"z"), Value::ZSet(z), None, 0);
         let scripting = Scripting {
             scripts: vec![Bytes::from_static(b"return 1")],
             libraries: vec![Bytes::from_static(b"#!lua name=l\nredis.register_function('f', function() end)")],

@@ -398,7 +398,7 @@ fn points_in_cell(z: &ZSetValue, cell: geohash::HashBits, shape: &Shape, out: &m
             break;
         }
         if let Some((xy, dist)) = shape.contains(score) {
-            out.push(GeoPoint { xy, dist, score, member: member.to_bytes() });
+            out.push(GeoPoint { xy, dist, score, member: Bytes::copy_from_slice(member) });
         }
         if limit != 0 && out.len() >= limit {
             break;
@@ -502,7 +502,7 @@ fn georadius_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -
         let score = if q.storedist { gp.dist / conversion } else { gp.score };
         z.insert(&gp.member, score, i64::MAX, i64::MAX);
     }
-    ctx.set_key(&dst, Value::ZSet(Box::new(z)));
+    ctx.set_key(&dst, Value::ZSet(z));
     ctx.dirty(returned as u64);
     ctx.notify(notify::ZSET, if flags & GEOSEARCH != 0 { "geosearchstore" } else { "georadiusstore" }, &dst);
     Ok(Reply::Int(returned as i64))

@@ -19,7 +19,6 @@ use bytes::Bytes;
 
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::list::ListValue;
-use crate::db::zset::ZSetValue;
 use crate::db::Value;
 use crate::notify;
 use crate::protocol::Reply;
@@ -352,14 +351,14 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Result<Rep
                     z.at_rank(s)
                 };
                 while let Some(id) = cur.filter(|_| out.len() < n) {
-                    out.push(z.get(id).0.to_bytes());
+                    out.push(Bytes::copy_from_slice(z.get(id).0));
                     cur = if desc { z.prev(id) } else { z.next(id) };
                 }
                 out
             }
             Some(Value::List(l)) => l.iter().map(Bytes::copy_from_slice).collect(),
             Some(Value::Set(set)) => set.iter().map(|m| m.to_bytes()).collect(),
-            Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| m.to_bytes()).collect(),
+            Some(Value::ZSet(z)) => (0..z.len()).filter_map(|i| z.entry_at(i)).map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
             _ => Vec::new(),
         }
     };
@@ -441,13 +440,7 @@ fn to_skiplist(ctx: &mut Ctx<'_>, key: &[u8]) {
     // A change of encoding only: nothing to signal.
     ctx.change_quietly(key, |e| {
         if let Value::ZSet(z) = &mut e.value {
-            if z.is_listpack() {
-                let mut converted = ZSetValue::new_skiplist();
-                for (m, s) in z.iter() {
-                    converted.insert(m, s, i64::MAX, i64::MAX);
-                }
-                **z = converted;
-            }
+            z.convert_to_skiplist();
         }
     });
 }

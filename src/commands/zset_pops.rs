@@ -36,7 +36,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, emitkey: bool, coun
         while (out.len() as u64) < count {
             let Some(id) = (if max { z.last() } else { z.first() }) else { break };
             let (m, s) = z.get(id);
-            let m = m.to_bytes();
+            let m = Bytes::copy_from_slice(m);
             z.remove(&m);
             out.push((m, s));
         }

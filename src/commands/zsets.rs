@@ -44,7 +44,7 @@ pub(super) fn add_to_zset(ctx: &mut Ctx<'_>, key: &[u8], xx: bool, f: impl FnOnc
         modify(ctx, key, pick_mut, empty, f)?;
     } else {
         notify_if_new(ctx, key);
-        modify_or_create(ctx, key, pick_mut, empty, || Value::ZSet(Box::default()), f)?;
+        modify_or_create(ctx, key, pick_mut, empty, || Value::ZSet(ZSetValue::default()), f)?;
     }
     Ok(())
 }
@@ -79,7 +79,7 @@ pub(super) fn pairs_reply(ctx: &Ctx<'_>, items: Vec<(Bytes, f64)>, withscores: b
 pub(super) fn store_result(ctx: &mut Ctx<'_>, key: &[u8], value: ZSetValue, event: &'static str) -> Reply {
     let n = value.len();
     if n > 0 {
-        ctx.set_key(key, Value::ZSet(Box::new(value)));
+        ctx.set_key(key, Value::ZSet(value));
         ctx.dirty(1);
         ctx.notify(notify::ZSET, event, key);
     } else {
@@ -425,7 +425,7 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
                 let mut v = Vec::new();
                 let mut cur = z.first_in_score(r).map(|(_, id)| id);
                 while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).1)) {
-                    v.push(z.get(id).0.to_bytes());
+                    v.push(Bytes::copy_from_slice(z.get(id).0));
                     cur = z.next(id);
                 }
                 v
@@ -434,7 +434,7 @@ fn remrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Result<Rep
                 let mut v = Vec::new();
                 let mut cur = z.first_in_lex(r).map(|(_, id)| id);
                 while let Some(id) = cur.filter(|&id| r.lte_max(z.get(id).0)) {
-                    v.push(z.get(id).0.to_bytes());
+                    v.push(Bytes::copy_from_slice(z.get(id).0));
                     cur = z.next(id);
                 }
                 v
@@ -495,7 +495,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
             Some(e) => pick(&e.value).ok_or(CmdError::WrongType)?,
         };
         let i = (ctx.server.random() % z.len().max(1) as u64) as usize;
-        return Ok(z.entry_at(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.to_bytes())));
+        return Ok(z.entry_at(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(Bytes::copy_from_slice(m))));
     }
     let l = arg_i64(&args[2])?;
     if l == i64::MIN {
@@ -548,14 +548,14 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let mut found: Vec<(Bytes, f64)> = Vec::new();
     if z.is_listpack() {
-        found = z.iter().map(|(m, s)| (m.to_bytes(), s)).collect();
+        found = z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
         cursor = 0;
     } else {
         // Like Redis: at most COUNT*10 more buckets after the first, until COUNT entries
         // (a member and its score count as two).
         let mut budget = count.saturating_mul(10);
         loop {
-            cursor = z.scan_step(cursor, |m, s| found.push((m.to_bytes(), s)));
+            cursor = z.scan_step(cursor, |m, s| found.push((Bytes::copy_from_slice(m), s)));
             if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
                 break;
             }

@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use super::key::Key;
 use super::table::RawTable;
+use super::varint;
 
 /// Estimated bytes of bookkeeping per field of a hashtable: the 64-byte slot (field, value
 /// handle, hash, chain link), its bucket and the value allocation's rounding.
@@ -62,38 +63,8 @@ struct Slot {
     end: usize,
 }
 
-/// LEB128, 7 bits per byte.
-fn put_varint(buf: &mut Vec<u8>, n: usize) {
-    let (bytes, len) = varint(n);
-    buf.extend_from_slice(&bytes[..len]);
-}
-
-fn varint(mut n: usize) -> ([u8; 10], usize) {
-    let mut out = [0u8; 10];
-    let mut i = 0;
-    loop {
-        let b = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out[i] = b;
-            return (out, i + 1);
-        }
-        out[i] = b | 0x80;
-        i += 1;
-    }
-}
-
 fn get_varint(buf: &[u8], pos: &mut usize) -> Option<usize> {
-    let mut n = 0usize;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        n |= ((b & 0x7f) as usize) << shift;
-        if b & 0x80 == 0 {
-            return Some(n);
-        }
-    }
-    None
+    varint::get(buf, pos).map(|n| n as usize)
 }
 
 impl Packed {
@@ -149,7 +120,7 @@ impl Packed {
 
     /// True if `field` is new.
     fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let (len, n) = varint(value.len());
+        let (len, n) = varint::encode(value.len() as u64);
         match self.find(field) {
             Some(s) if s.end - s.value_at == n + value.len() => {
                 self.buf[s.value_at..s.value_at + n].copy_from_slice(&len[..n]);
@@ -164,8 +135,8 @@ impl Packed {
             }
             None => {
                 self.edit(1, |v| {
-                    v.reserve_exact(varint(field.len()).1 + field.len() + n + value.len());
-                    put_varint(v, field.len());
+                    v.reserve_exact(varint::size(field.len() as u64) + field.len() + n + value.len());
+                    varint::put(v, field.len() as u64);
                     v.extend_from_slice(field);
                     v.extend_from_slice(&len[..n]);
                     v.extend_from_slice(value);

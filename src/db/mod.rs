@@ -18,6 +18,7 @@ mod stream_group;
 mod stream_node;
 mod table;
 mod value;
+mod varint;
 pub mod zset;
 
 pub use key::Key;

@@ -83,7 +83,7 @@ impl Decoded {
                     }
                     z.insert(&m, score, limits.zset_entries, limits.zset_value);
                 }
-                Value::ZSet(Box::new(z))
+                Value::ZSet(z)
             }
             Decoded::Stream(s) => Value::Stream(Box::new(super::stream::StreamValue::from_rdb(*s, limits.stream).ok_or(BAD)?)),
         })

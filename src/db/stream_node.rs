@@ -14,6 +14,7 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::stream::StreamId;
+use super::varint::put as put_varint;
 
 pub(super) const DELETED: u8 = 1;
 const SAMEFIELDS: u8 = 2;
@@ -49,27 +50,9 @@ pub fn lp_str(s: &[u8]) -> u32 {
     (enc + super::rdb::lp_backlen_size(enc) as u64).min(u32::MAX as u64) as u32
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// Reads a varint at `*pos` (our own bytes: always well formed).
 fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = buf[*pos];
-        *pos += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
+    super::varint::get(buf, pos).unwrap_or(0)
 }
 
 fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {

@@ -17,7 +17,7 @@ pub enum Value {
     List(Box<ListValue>),
     Hash(HashValue),
     Set(Box<SetValue>),
-    ZSet(Box<ZSetValue>),
+    ZSet(ZSetValue),
     Stream(Box<StreamValue>),
 }
 

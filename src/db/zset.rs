@@ -1,13 +1,12 @@
-//! The sorted set value type: a member -> score table (O(1) ZSCORE, SCAN cursors, random
-//! members) plus an ordered skiplist with spans (O(log n) ranks and ranges), and the name of
-//! the encoding Redis would use (`listpack` while small, then `skiplist`, one way).
-//!
-//! While the set is "listpack", lex range searches scan linearly from an end, as Redis's
-//! listpack code does, so even sets whose members have different scores (where Redis leaves
-//! BYLEX results unspecified) answer exactly as Redis does.
+//! The sorted set value type, in Redis's two encodings: `listpack` while small (one packed
+//! buffer in order, scanned: [`packed`]), then `skiplist` for good: a member -> node table
+//! (O(1) ZSCORE, SCAN cursors, random members) plus an ordered skiplist with spans (O(log n)
+//! ranks and ranges).
 
 #[path = "zset_ops.rs"]
 pub mod ops;
+#[path = "zset_packed.rs"]
+mod packed;
 #[path = "zset_skiplist.rs"]
 pub mod skiplist;
 
@@ -17,6 +16,7 @@ use bytes::Bytes;
 
 use super::key::Key;
 use super::table::RawTable;
+use packed::Packed;
 pub use skiplist::{NodeId, SkipList};
 
 /// Heap bytes counted per element besides a long member's own allocation
@@ -27,14 +27,41 @@ pub use skiplist::{NodeId, SkipList};
 /// members were `Bytes` handles to allocations of their own, 128 B with 88-byte nodes).
 const ENTRY_OVERHEAD: usize = 88;
 
-/// A sorted set. `mem` is kept up to date by every mutation so memory accounting is O(1).
+/// A sorted set: packed while small (Redis's `listpack`), else the member table and the
+/// skiplist (`skiplist`), one way. A node id is a byte offset of the packed form or a
+/// skiplist node; either is valid until the set changes.
+#[derive(Clone)]
 pub struct ZSetValue {
+    repr: Repr,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Packed(Packed),
+    Full(Box<Full>),
+}
+
+/// The large form. `mem` is kept up to date by every mutation so memory accounting is O(1).
+#[derive(Clone)]
+struct Full {
     /// Member -> its skiplist node. The member's bytes live in the node only; lookups
-    /// compare through the skiplist.
+    /// compare through the skiplist. Node ids survive the skiplist's clone, so a clone of
+    /// the index is right as is.
     dict: RawTable<NodeId>,
     list: SkipList,
-    listpack: bool,
     mem: usize,
+}
+
+impl Full {
+    fn find(&self, member: &[u8]) -> Option<usize> {
+        self.dict.find(self.dict.hash(member), |id| self.list.get(*id).0[..] == *member)
+    }
+
+    fn insert(&mut self, member: &[u8], score: f64) {
+        let id = self.list.insert(score, Key::copy_from(member));
+        self.dict.push(self.dict.hash(member), id);
+        self.mem += Key::heap_size(member.len()) + ENTRY_OVERHEAD;
+    }
 }
 
 /// A score interval (`zrangespec`).
@@ -140,17 +167,17 @@ impl Default for ZSetValue {
 impl ZSetValue {
     /// An empty set in the small (listpack) encoding.
     pub fn new() -> Self {
-        ZSetValue { dict: RawTable::new(), list: SkipList::new(), listpack: true, mem: 0 }
+        ZSetValue { repr: Repr::Packed(Packed::default()) }
     }
 
     /// An empty set already in the skiplist encoding.
     pub fn new_skiplist() -> Self {
-        ZSetValue { listpack: false, ..Self::new() }
+        ZSetValue { repr: Repr::Full(Box::new(Full { dict: RawTable::new(), list: SkipList::new(), mem: 0 })) }
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        if self.listpack {
+        if self.is_listpack() {
             "listpack"
         } else {
             "skiplist"
@@ -158,147 +185,216 @@ impl ZSetValue {
     }
 
     pub fn is_listpack(&self) -> bool {
-        self.listpack
+        matches!(self.repr, Repr::Packed(_))
     }
 
     /// Approximate heap bytes held (O(1)).
     pub fn mem_usage(&self) -> usize {
-        self.mem
+        match &self.repr {
+            Repr::Packed(p) => p.mem(),
+            Repr::Full(f) => f.mem,
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.list.len()
+        match &self.repr {
+            Repr::Packed(p) => p.len(),
+            Repr::Full(f) => f.list.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// The member's dense position in the index.
-    fn find(&self, member: &[u8]) -> Option<usize> {
-        self.dict.find(self.dict.hash(member), |id| self.list.get(*id).0[..] == *member)
-    }
-
-    fn node_at(&self, index: usize) -> Option<NodeId> {
-        self.dict.item(index).copied()
+        self.len() == 0
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         self.lookup(member).map(|(_, score)| score)
     }
 
-    /// The member's place in the index (for [`ZSetValue::update_at`]) and its score.
+    /// The member's place (for [`ZSetValue::update_at`]) and its score.
     pub fn lookup(&self, member: &[u8]) -> Option<(usize, f64)> {
-        let i = self.find(member)?;
-        Some((i, self.list.get(self.node_at(i)?).1))
+        match &self.repr {
+            Repr::Packed(p) => p.find(member).map(|(_, id, s)| (id as usize, s)),
+            Repr::Full(f) => {
+                let i = f.find(member)?;
+                Some((i, f.list.get(*f.dict.item(i)?).1))
+            }
+        }
     }
 
     /// Adds a member that is not present, converting to the skiplist encoding first when
     /// the set would outgrow the listpack limits (`zset-max-listpack-entries/value`).
     pub fn insert(&mut self, member: &[u8], score: f64, max_entries: i64, max_value: i64) {
-        if self.listpack && (self.len() as i64 + 1 > max_entries || member.len() as i64 > max_value) {
-            self.listpack = false;
+        if self.is_listpack() && (self.len() as i64 + 1 > max_entries || member.len() as i64 > max_value) {
+            self.convert_to_skiplist();
         }
-        let score = self.stored(score);
-        let id = self.list.insert(score, Key::copy_from(member));
-        self.dict.push(self.dict.hash(member), id);
-        self.mem += Key::heap_size(member.len()) + ENTRY_OVERHEAD;
+        match &mut self.repr {
+            // A listpack keeps scores as text, where -0 reads back as 0 (so does the packed
+            // form's integer encoding).
+            Repr::Packed(p) => p.insert(member, score),
+            Repr::Full(f) => f.insert(member, score),
+        }
     }
 
-    /// A listpack keeps scores as text, where -0 reads back as 0.
-    fn stored(&self, score: f64) -> f64 {
-        if self.listpack && score == 0.0 {
-            0.0
-        } else {
-            score
+    /// To the skiplist encoding, for good (a no-op when already there).
+    pub fn convert_to_skiplist(&mut self) {
+        let Repr::Packed(p) = &self.repr else { return };
+        let mut full = Full { dict: RawTable::new(), list: SkipList::new(), mem: 0 };
+        for (m, s) in p.iter() {
+            full.insert(m, s);
         }
+        self.repr = Repr::Full(Box::new(full));
     }
 
     /// Changes the score of a present member.
     pub fn update(&mut self, member: &[u8], score: f64) {
-        if let Some(i) = self.find(member) {
+        if let Some((i, _)) = self.lookup(member) {
             self.update_at(i, score);
         }
     }
 
-    /// Changes the score of the member at place `i` of the index (from `lookup`), so that
-    /// ZADD hashes and finds the member once.
+    /// Changes the score of the member at place `i` (from `lookup`), so that ZADD finds the
+    /// member once.
     pub fn update_at(&mut self, i: usize, score: f64) {
-        let score = self.stored(score);
-        let Some(id) = self.node_at(i) else {
-            return;
-        };
-        let prev = self.list.get(id).1;
-        // Same score (0 == -0 included, as C compares them): nothing moves, like Redis.
-        if prev == score {
-            return;
-        }
-        if let (Some(new_id), Some(slot)) = (self.list.update_score(id, score), self.dict.item_mut(i)) {
-            *slot = new_id;
+        match &mut self.repr {
+            Repr::Packed(p) => {
+                let (member, prev) = p.get(i as u32);
+                // Same score (0 == -0 included, as C compares them): nothing moves, like Redis.
+                if prev == score {
+                    return;
+                }
+                let member = member.to_vec();
+                p.remove_at(i as u32);
+                p.insert(&member, score);
+            }
+            Repr::Full(f) => {
+                let Some(&id) = f.dict.item(i) else { return };
+                if f.list.get(id).1 == score {
+                    return;
+                }
+                if let Some(new_id) = f.list.update_score(id, score) {
+                    if let Some(slot) = f.dict.item_mut(i) {
+                        *slot = new_id;
+                    }
+                }
+            }
         }
     }
 
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let i = self.find(member)?;
-        let id = self.dict.remove_at(i);
-        let score = self.list.get(id).1;
-        self.list.remove_node(id);
-        self.mem -= Key::heap_size(member.len()) + ENTRY_OVERHEAD;
-        Some(score)
+        match &mut self.repr {
+            Repr::Packed(p) => {
+                let (_, id, score) = p.find(member)?;
+                p.remove_at(id);
+                Some(score)
+            }
+            Repr::Full(f) => {
+                let i = f.find(member)?;
+                let id = f.dict.remove_at(i);
+                let score = f.list.get(id).1;
+                f.list.remove_node(id);
+                f.mem -= Key::heap_size(member.len()) + ENTRY_OVERHEAD;
+                Some(score)
+            }
+        }
     }
 
     /// The 0-based rank of a member.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        self.list.rank(score, member)
+        match &self.repr {
+            Repr::Packed(p) => p.find(member).map(|(rank, _, _)| rank),
+            Repr::Full(f) => f.list.rank(self.score(member)?, member),
+        }
     }
 
     pub fn at_rank(&self, rank: usize) -> Option<NodeId> {
-        self.list.at_rank(rank)
+        match &self.repr {
+            Repr::Packed(p) => p.at_rank(rank),
+            Repr::Full(f) => f.list.at_rank(rank),
+        }
     }
 
-    pub fn get(&self, id: NodeId) -> (&Key, f64) {
-        self.list.get(id)
+    pub fn get(&self, id: NodeId) -> (&[u8], f64) {
+        match &self.repr {
+            Repr::Packed(p) => p.get(id),
+            Repr::Full(f) => {
+                let (m, s) = f.list.get(id);
+                (m, s)
+            }
+        }
     }
 
     pub fn next(&self, id: NodeId) -> Option<NodeId> {
-        self.list.next(id)
+        match &self.repr {
+            Repr::Packed(p) => p.next(id),
+            Repr::Full(f) => f.list.next(id),
+        }
     }
 
     pub fn prev(&self, id: NodeId) -> Option<NodeId> {
-        self.list.prev(id)
+        match &self.repr {
+            Repr::Packed(p) => p.prev(id),
+            Repr::Full(f) => f.list.prev(id),
+        }
     }
 
     pub fn first(&self) -> Option<NodeId> {
-        self.list.first()
+        match &self.repr {
+            Repr::Packed(p) => p.first(),
+            Repr::Full(f) => f.list.first(),
+        }
     }
 
     pub fn last(&self) -> Option<NodeId> {
-        self.list.last()
+        match &self.repr {
+            Repr::Packed(p) => p.last(),
+            Repr::Full(f) => f.list.last(),
+        }
     }
 
     /// `(member, score)` in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Key, f64)> + '_ {
-        self.list.iter()
-    }
-
-    /// The element at a dense position of the member table (for uniform random picks).
-    pub fn entry_at(&self, index: usize) -> Option<(&Key, f64)> {
-        self.node_at(index).map(|id| self.list.get(id))
-    }
-
-    /// One step of a SCAN over the member table (Redis's cursor semantics).
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&Key, f64)) -> u64 {
-        self.dict.scan_step(cursor, |id| {
-            let (m, s) = self.list.get(*id);
-            visit(m, s)
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], f64)> + '_ {
+        let mut cur = self.first();
+        std::iter::from_fn(move || {
+            let id = cur?;
+            cur = self.next(id);
+            Some(self.get(id))
         })
     }
 
-    /// The skiplist, for structural checks.
-    pub fn index(&self) -> &SkipList {
-        &self.list
+    /// The element at a dense position (for uniform random picks): its rank when packed, a
+    /// place in the member table else.
+    pub fn entry_at(&self, index: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Packed(p) => p.at_rank(index).map(|id| p.get(id)),
+            Repr::Full(f) => f.dict.item(index).map(|id| {
+                let (m, s) = f.list.get(*id);
+                (&m[..], s)
+            }),
+        }
+    }
+
+    /// One step of a SCAN (Redis's cursor semantics): all of a packed set at once.
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&[u8], f64)) -> u64 {
+        match &self.repr {
+            Repr::Packed(p) => {
+                p.iter().for_each(|(m, s)| visit(m, s));
+                0
+            }
+            Repr::Full(f) => f.dict.scan_step(cursor, |id| {
+                let (m, s) = f.list.get(*id);
+                visit(m, s)
+            }),
+        }
+    }
+
+    /// The skiplist of the large form, for structural checks.
+    pub fn index(&self) -> Option<&SkipList> {
+        match &self.repr {
+            Repr::Packed(_) => None,
+            Repr::Full(f) => Some(&f.list),
+        }
     }
 
     /// The node after `before`, or the first when None (a prefix search's last node and the
@@ -325,8 +421,13 @@ impl ZSetValue {
         if !self.score_in_range(r) {
             return None;
         }
-        let (k, before) = self.list.prefix(|s, _| !r.gte_min(s));
-        let id = self.after(before)?;
+        let (k, id) = match &self.repr {
+            Repr::Packed(_) => self.scan_forward(|_, s| r.gte_min(s))?,
+            Repr::Full(f) => {
+                let (k, before) = f.list.prefix(|s, _| !r.gte_min(s));
+                (k, self.after(before)?)
+            }
+        };
         r.lte_max(self.get(id).1).then_some((k, id))
     }
 
@@ -335,9 +436,44 @@ impl ZSetValue {
         if !self.score_in_range(r) {
             return None;
         }
-        let (k, id) = self.list.prefix(|s, _| r.lte_max(s));
-        let id = id?;
-        r.gte_min(self.get(id).1).then_some((k - 1, id))
+        let (k, id) = match &self.repr {
+            Repr::Packed(_) => self.scan_backward(|_, s| r.lte_max(s))?,
+            Repr::Full(f) => {
+                let (k, id) = f.list.prefix(|s, _| r.lte_max(s));
+                (k.checked_sub(1)?, id?)
+            }
+        };
+        r.gte_min(self.get(id).1).then_some((k, id))
+    }
+
+    /// The first element from the start that satisfies `stop`, with its rank.
+    fn scan_forward(&self, stop: impl Fn(&[u8], f64) -> bool) -> Option<(usize, NodeId)> {
+        let mut k = 0;
+        let mut cur = self.first();
+        while let Some(id) = cur {
+            let (m, s) = self.get(id);
+            if stop(m, s) {
+                return Some((k, id));
+            }
+            k += 1;
+            cur = self.next(id);
+        }
+        None
+    }
+
+    /// The first element from the end that satisfies `stop`, with its rank.
+    fn scan_backward(&self, stop: impl Fn(&[u8], f64) -> bool) -> Option<(usize, NodeId)> {
+        let mut k = self.len();
+        let mut cur = self.last();
+        while let Some(id) = cur {
+            k -= 1;
+            let (m, s) = self.get(id);
+            if stop(m, s) {
+                return Some((k, id));
+            }
+            cur = self.prev(id);
+        }
+        None
     }
 
     fn lex_in_range(&self, r: &LexRange) -> bool {
@@ -350,25 +486,19 @@ impl ZSetValue {
         }
     }
 
-    /// The first element in the lex range, with its rank.
+    /// The first element in the lex range, with its rank. A packed set is scanned from an
+    /// end, as Redis's listpack code does, so even sets whose members have different scores
+    /// (where Redis leaves BYLEX results unspecified) answer exactly as Redis does.
     pub fn first_in_lex(&self, r: &LexRange) -> Option<(usize, NodeId)> {
         if !self.lex_in_range(r) {
             return None;
         }
-        let (k, id) = if self.listpack {
-            let mut k = 0;
-            let mut cur = self.first();
-            while let Some(id) = cur {
-                if r.gte_min(self.get(id).0) {
-                    break;
-                }
-                k += 1;
-                cur = self.next(id);
+        let (k, id) = match &self.repr {
+            Repr::Packed(_) => self.scan_forward(|m, _| r.gte_min(m))?,
+            Repr::Full(f) => {
+                let (k, before) = f.list.prefix(|_, m| !r.gte_min(m));
+                (k, self.after(before)?)
             }
-            (k, cur?)
-        } else {
-            let (k, before) = self.list.prefix(|_, m| !r.gte_min(m));
-            (k, self.after(before)?)
         };
         r.lte_max(self.get(id).0).then_some((k, id))
     }
@@ -378,29 +508,14 @@ impl ZSetValue {
         if !self.lex_in_range(r) {
             return None;
         }
-        let (k, id) = if self.listpack {
-            let mut k = self.len();
-            let mut cur = self.last();
-            while let Some(id) = cur {
-                k -= 1;
-                if r.lte_max(self.get(id).0) {
-                    break;
-                }
-                cur = self.prev(id);
+        let (k, id) = match &self.repr {
+            Repr::Packed(_) => self.scan_backward(|m, _| r.lte_max(m))?,
+            Repr::Full(f) => {
+                let (k, id) = f.list.prefix(|_, m| r.lte_max(m));
+                (k.checked_sub(1)?, id?)
             }
-            (k, cur?)
-        } else {
-            let (k, id) = self.list.prefix(|_, m| r.lte_max(m));
-            (k.checked_sub(1)?, id?)
         };
         r.gte_min(self.get(id).0).then_some((k, id))
-    }
-}
-
-impl Clone for ZSetValue {
-    fn clone(&self) -> Self {
-        // Node ids survive the skiplist's clone, so the index is copied as is.
-        ZSetValue { dict: self.dict.clone(), list: self.list.clone(), listpack: self.listpack, mem: self.mem }
     }
 }
 
@@ -412,7 +527,7 @@ impl PartialEq for ZSetValue {
 
 impl fmt::Debug for ZSetValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
+        f.debug_map().entries(self.iter().map(|(m, s)| (String::from_utf8_lossy(m), s))).finish()
     }
 }
 
@@ -451,7 +566,7 @@ mod tests {
             }
             assert_eq!(z.len(), model.len());
             if step % 97 == 0 {
-                z.index().check().expect("skiplist invariants");
+                z.index().expect("skiplist").check().expect("skiplist invariants");
                 for (m, s) in &model {
                     assert_eq!(z.score(m), Some(*s));
                     let rank = z.rank(m).expect("ranked");
@@ -462,7 +577,7 @@ mod tests {
                 let mut cursor = 0;
                 loop {
                     cursor = z.scan_step(cursor, |m, s| {
-                        assert_eq!(model.get(&m[..]), Some(&s));
+                        assert_eq!(model.get(m), Some(&s));
                         scanned.insert(m.to_vec());
                     });
                     if cursor == 0 {

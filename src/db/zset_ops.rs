@@ -9,7 +9,6 @@ use bytes::Bytes;
 use super::skiplist::cmp_entry;
 use super::{LexEdge, LexRange, NodeId, ScoreRange, ZSetValue};
 use crate::db::set::SetValue;
-use crate::db::Key;
 use crate::util::cstr;
 pub use crate::util::parse_scan_cursor as parse_cursor;
 
@@ -108,7 +107,7 @@ pub fn collect_range(z: &ZSetValue, spec: &Spec, rev: bool, offset: i64, mut lim
             for _ in s..=e {
                 let Some(id) = cur else { break };
                 let (m, sc) = z.get(id);
-                out.push((m.to_bytes(), sc));
+                out.push((Bytes::copy_from_slice(m), sc));
                 cur = step(id);
             }
             return out;
@@ -145,7 +144,7 @@ pub fn collect_range(z: &ZSetValue, spec: &Spec, rev: bool, offset: i64, mut lim
         }
         limit -= 1;
         let (m, sc) = z.get(id);
-        out.push((m.to_bytes(), sc));
+        out.push((Bytes::copy_from_slice(m), sc));
         cur = step(id);
     }
     out
@@ -159,15 +158,17 @@ pub fn random_members(z: &ZSetValue, count: usize, uniq: bool, rng: &mut impl Fn
     if count == 0 || size == 0 {
         Vec::new()
     } else if !uniq || count == 1 {
-        (0..count).filter_map(|_| z.entry_at((rng() % size as u64) as usize).map(|(m, s)| (m.to_bytes(), s))).collect()
+        (0..count).filter_map(|_| z.entry_at((rng() % size as u64) as usize).map(|(m, s)| (Bytes::copy_from_slice(m), s))).collect()
     } else if count >= size {
         // Redis walks a whole sorted set from its tail.
-        let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.to_bytes(), s)).collect();
+        let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
         v.reverse();
         v
     } else {
-        let mut v: Vec<(Bytes, f64)> =
-            sample_distinct(size, count, rng).into_iter().filter_map(|i| z.entry_at(i).map(|(m, s)| (m.to_bytes(), s))).collect();
+        let mut v: Vec<(Bytes, f64)> = sample_distinct(size, count, rng)
+            .into_iter()
+            .filter_map(|i| z.entry_at(i).map(|(m, s)| (Bytes::copy_from_slice(m), s)))
+            .collect();
         if z.is_listpack() {
             // Redis samples a listpack in its order.
             sort_pairs(&mut v);
@@ -269,7 +270,7 @@ impl Src<'_> {
         }
     }
 
-    fn for_each(&self, mut f: impl FnMut(&Key, f64)) {
+    fn for_each(&self, mut f: impl FnMut(&[u8], f64)) {
         match self {
             Src::Missing => {}
             Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
@@ -324,7 +325,7 @@ pub fn inter(srcs: &[(Src<'_>, f64)], agg: Aggregate) -> Vec<(Bytes, f64)> {
                 None => return,
             }
         }
-        out.push((m.to_bytes(), score));
+        out.push((Bytes::copy_from_slice(m), score));
     });
     out
 }
@@ -336,10 +337,10 @@ pub fn union(srcs: &[(Src<'_>, f64)], agg: Aggregate) -> Vec<(Bytes, f64)> {
     for (src, w) in srcs {
         src.for_each(|m, s| {
             let score = weighted(s, *w);
-            match acc.get(&m[..]) {
+            match acc.get(m) {
                 Some(&i) => aggregate(&mut out[i].1, score, agg),
                 None => {
-                    let m = m.to_bytes();
+                    let m = Bytes::copy_from_slice(m);
                     acc.insert(m.clone(), out.len());
                     out.push((m, score));
                 }
@@ -357,7 +358,7 @@ pub fn diff(srcs: &[(Src<'_>, f64)]) -> Vec<(Bytes, f64)> {
     };
     first.for_each(|m, s| {
         if srcs[1..].iter().all(|(src, _)| src.score(m).is_none()) {
-            out.push((m.to_bytes(), s));
+            out.push((Bytes::copy_from_slice(m), s));
         }
     });
     out
