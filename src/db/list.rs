@@ -1,7 +1,7 @@
 //! The list value type: elements packed back to back in chunks of up to 8 KB (Redis's
 //! quicklist of listpacks, `list-max-listpack-size -2`), with a running memory estimate.
 //! A `VecDeque` of `Bytes` cost 48.8 bytes of memory per 3-byte element (a 32-byte handle and
-//! an allocation each) against Redis's 5.3; a chunk costs the element's bytes and a 4-byte end
+//! an allocation each) against Redis's 5.3; a chunk costs the element's bytes and a 2-byte end
 //! offset. Push and pop at both ends are O(1): a chunk grown by pushes at the head stores its
 //! elements in reverse, and a pop at a chunk's physical start only moves its `start`. Access
 //! by index walks the chunks (O(n / chunk)), as Redis's does. Redis 7.0 reports every list as
@@ -17,7 +17,7 @@ const CHUNK_BYTES: usize = 8192;
 
 /// Estimated bytes of bookkeeping per element (its end offset and the buffers' slack) and
 /// per chunk (its buffers' headers and the deque's slot).
-const ITEM_OVERHEAD: usize = 6;
+const ITEM_OVERHEAD: usize = 3;
 const CHUNK_OVERHEAD: usize = 96;
 
 /// Elements back to back in `data`; `ends[p]` is where physical element `p` ends. Physical
@@ -27,22 +27,23 @@ const CHUNK_OVERHEAD: usize = 96;
 #[derive(Clone, Default)]
 struct Chunk {
     data: Vec<u8>,
-    ends: Vec<u32>,
-    start: usize,
+    ends: Vec<u16>,
+    /// u32: a chunk's element count is bounded by its byte budget (offsets included).
+    start: u32,
     reversed: bool,
 }
 
 impl Chunk {
     fn len(&self) -> usize {
-        self.ends.len() - self.start
+        self.ends.len() - self.start as usize
     }
 
-    /// Where physical element `p` ends. An element of 4 GB or more (possible only with
-    /// `proto-max-bulk-len` raised that far) has a chunk of its own, its end marked
-    /// `u32::MAX`: it ends with the data.
+    /// Where physical element `p` ends. A chunk of two elements or more holds at most
+    /// `CHUNK_BYTES`, so 16 bits suffice; a larger element has a chunk of its own, its end
+    /// marked `u16::MAX`: it ends with the data.
     fn end(&self, p: usize) -> usize {
         match self.ends[p] {
-            u32::MAX => self.data.len(),
+            u16::MAX => self.data.len(),
             e => e as usize,
         }
     }
@@ -57,14 +58,14 @@ impl Chunk {
         if self.reversed {
             self.phys(self.ends.len() - 1 - i)
         } else {
-            self.phys(self.start + i)
+            self.phys(self.start as usize + i)
         }
     }
 
     /// Whether `item` joins this chunk: its bytes and every offset (popped ones included, so
     /// that empty elements and a queue's popped front are bounded too) within `limit`.
     fn fits_within(&self, item: &[u8], limit: usize) -> bool {
-        self.ends.is_empty() || self.data.len() + 4 * self.ends.len() + item.len() + 4 <= limit
+        self.ends.is_empty() || self.data.len() + 2 * self.ends.len() + item.len() + 2 <= limit
     }
 
     fn fits(&self, item: &[u8]) -> bool {
@@ -73,7 +74,7 @@ impl Chunk {
 
     fn push_phys(&mut self, item: &[u8]) {
         self.data.extend_from_slice(item);
-        self.ends.push(u32::try_from(self.data.len()).unwrap_or(u32::MAX));
+        self.ends.push(u16::try_from(self.data.len()).unwrap_or(u16::MAX));
     }
 
     /// Drops the last physical element; returns its length.
@@ -87,7 +88,7 @@ impl Chunk {
 
     /// Drops the first physical element left; returns its length.
     fn drop_phys_front(&mut self) -> usize {
-        let n = self.phys(self.start).len();
+        let n = self.phys(self.start as usize).len();
         self.start += 1;
         n
     }
@@ -210,13 +211,20 @@ impl ListValue {
             // A head chunk grows reversed, a tail chunk in order: either way by an append.
             Some(c) if c.reversed == front && c.fits(item) => c.push_phys(item),
             sealed => {
-                // A chunk no longer pushed to gives back its buffers' growth slack.
+                // A chunk no longer pushed to gives back its buffers' growth slack: copied
+                // to buffers of its size (mimalloc keeps a block shrunk by less than half
+                // where it is, slack included).
                 if let Some(c) = sealed {
-                    c.data.shrink_to_fit();
-                    c.ends.shrink_to_fit();
+                    c.data = c.data.as_slice().to_vec();
+                    c.ends = c.ends.as_slice().to_vec();
                 }
                 let mut c = Chunk { reversed: front, ..Chunk::default() };
                 c.push_phys(item);
+                // Most lists are one chunk: a deque of room for one, not the default four
+                // (256 bytes a 5-element list would carry empty).
+                if self.chunks.capacity() == 0 {
+                    self.chunks.reserve_exact(1);
+                }
                 if front {
                     self.chunks.push_front(c);
                 } else {
@@ -410,7 +418,7 @@ impl ListValue {
                 }
             } else {
                 // Physical order: each element starts where the previous one ended.
-                let first = c.start + i;
+                let first = c.start as usize + i;
                 let mut from = if first == 0 { 0 } else { c.end(first - 1) };
                 for p in first..first + take {
                     let to = c.end(p);
@@ -490,6 +498,52 @@ mod tests {
         assert_eq!(l.mem_usage(), 0);
     }
 
+    /// Elements past 16 bits of offset (a chunk of their own) next to small ones, through
+    /// pushes at both ends, SET, inserts and removals in the middle, against a model.
+    #[test]
+    fn elements_longer_than_a_chunk_keep_their_bytes() {
+        let big = |n: usize, b: u8| Bytes::from(vec![b; n]);
+        let mut l = ListValue::new();
+        let mut model: VecDeque<Bytes> = VecDeque::new();
+        let step = |l: &mut ListValue, model: &mut VecDeque<Bytes>, op: usize| match op % 6 {
+            0 => {
+                l.push_back(big(65_535, b'a'));
+                model.push_back(big(65_535, b'a'));
+            }
+            1 => {
+                l.push_front(big(70_000, b'b'));
+                model.push_front(big(70_000, b'b'));
+            }
+            2 => {
+                l.push_back(Bytes::from_static(b"s"));
+                model.push_back(Bytes::from_static(b"s"));
+            }
+            3 => {
+                let at = model.len() / 2;
+                l.insert(at, big(66_000, b'c'));
+                model.insert(at, big(66_000, b'c'));
+            }
+            4 => {
+                let at = model.len() / 3;
+                if l.set(at, Bytes::from_static(b"t")) {
+                    model[at] = Bytes::from_static(b"t");
+                }
+            }
+            _ => {
+                let at = model.len() / 2;
+                assert_eq!(l.remove(at), model.remove(at));
+            }
+        };
+        for op in 0..60 {
+            step(&mut l, &mut model, op * 7 + op / 6);
+            assert_eq!(l.len(), model.len());
+            assert!(l.iter().eq(model.iter().map(|b| &b[..])), "after op {op}");
+            for (i, want) in model.iter().enumerate() {
+                assert_eq!(l.get(i), Some(&want[..]));
+            }
+        }
+    }
+
     /// Empty elements and inserts in the middle of full chunks stay within bounded chunks.
     #[test]
     fn chunks_stay_bounded() {
@@ -497,7 +551,7 @@ mod tests {
         for _ in 0..100_000 {
             l.push_back(Bytes::new());
         }
-        assert!(l.chunks.iter().all(|c| c.ends.len() <= CHUNK_BYTES / 4), "a chunk of empty elements outgrew its bound");
+        assert!(l.chunks.iter().all(|c| c.ends.len() <= CHUNK_BYTES / 2), "a chunk of empty elements outgrew its bound");
         // A queue of one element: pushes at the tail, pops at the head.
         let mut q = ListValue::new();
         q.push_back(Bytes::new());
@@ -505,7 +559,7 @@ mod tests {
             q.push_back(Bytes::new());
             q.pop_front();
         }
-        assert!(q.chunks.iter().map(|c| c.ends.len()).sum::<usize>() <= CHUNK_BYTES / 4);
+        assert!(q.chunks.iter().map(|c| c.ends.len()).sum::<usize>() <= CHUNK_BYTES / 2);
         let mut m = ListValue::new();
         for i in 0..2048u32 {
             m.push_back(Bytes::from(format!("{i:08}")));
