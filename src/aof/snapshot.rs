@@ -68,8 +68,8 @@ pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
     match &entry.value {
         Value::Str(s) => {
             e.put(&T_STR);
-            e.put(&(s.enc as u8));
-            e.put(&s.data[..]);
+            e.put(&(s.enc() as u8));
+            e.put(s.bytes());
         }
         Value::List(l) => {
             e.put(&T_LIST);
@@ -311,7 +311,7 @@ impl<'a> Dec<'a> {
                     1 => StrEncoding::Raw,
                     _ => StrEncoding::NotInt,
                 };
-                Value::Str(StrValue { data: self.bytes()?.to_vec(), enc })
+                Value::Str(StrValue::from_slice(self.bytes()?, enc))
             }
             T_LIST => {
                 let mut l = ListValue::new();

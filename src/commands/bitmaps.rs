@@ -60,18 +60,18 @@ fn with_bit_string<R>(ctx: &mut Ctx<'_>, key: &[u8], max_bit: u64, f: impl FnOnc
             let mut data = vec![0u8; bytes];
             let r = f(&mut data, true);
             // Created, not yet a change: the command signals one if it made one.
-            ctx.add_value(key, Value::Str(StrValue { data, enc: StrEncoding::Raw }));
+            ctx.add_value(key, Value::Str(StrValue::with_enc(data, StrEncoding::Raw)));
             Ok(r)
         }
         Some(true) => Ok(ctx
             .change_quietly(key, |e| match &mut e.value {
                 Value::Str(s) => {
-                    let grown = s.data.len() < bytes;
+                    let grown = s.len() < bytes;
                     if grown {
-                        s.data.resize(bytes, 0);
+                        s.vec_mut().resize(bytes, 0);
                     }
-                    s.enc = StrEncoding::Raw;
-                    Some(f(&mut s.data, grown))
+                    s.set_enc(StrEncoding::Raw);
+                    Some(f(s.vec_mut(), grown))
                 }
                 _ => None,
             })
@@ -114,7 +114,7 @@ pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     };
     let byte = (offset >> 3) as usize;
     let bit = 7 - (offset & 7) as u32;
-    Ok(Reply::Int(s.data.get(byte).map_or(0, |b| (b >> bit) & 1) as i64))
+    Ok(Reply::Int(s.bytes().get(byte).map_or(0, |b| (b >> bit) & 1) as i64))
 }
 
 fn popcount(bytes: &[u8]) -> i64 {
@@ -189,7 +189,7 @@ pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let Some(s) = read_str(ctx, &args[1])? else {
         return Ok(Reply::Int(0));
     };
-    let p = &s.data[..];
+    let p = s.bytes();
     let strlen = p.len() as i64;
     let (mut first_mask, mut last_mask) = (0u8, 0u8);
     let (start, end);
@@ -233,7 +233,7 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let Some(s) = read_str(ctx, &args[1])? else {
         return Ok(Reply::Int(if bit { -1 } else { 0 }));
     };
-    let p = &s.data[..];
+    let p = s.bytes();
     let strlen = p.len() as i64;
     let (mut first_mask, mut last_mask) = (0u8, 0u8);
     let mut end_given = false;
@@ -320,7 +320,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     for key in &args[3..] {
         match ctx.ks.get(db, key, now).map(|e| &e.value) {
             None => srcs.push(Vec::new()),
-            Some(Value::Str(s)) => srcs.push(s.data.clone()),
+            Some(Value::Str(s)) => srcs.push(s.bytes().to_vec()),
             Some(_) => return Err(CmdError::WrongType),
         }
     }
@@ -356,7 +356,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             }
         }
     }
-    ctx.set_key(dest, Value::Str(StrValue { data: res, enc: StrEncoding::Raw }));
+    ctx.set_key(dest, Value::Str(StrValue::with_enc(res, StrEncoding::Raw)));
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", dest);
     Ok(Reply::Int(maxlen as i64))
@@ -562,7 +562,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only_cmd: bool) -> R
         j += if op == FieldOp::Get { 3 } else { 4 };
     }
     if readonly {
-        let data = read_str(ctx, &args[1])?.map(|s| &s.data[..]).unwrap_or(&[]);
+        let data = read_str(ctx, &args[1])?.map(|s| s.bytes()).unwrap_or(&[]);
         return Ok(Reply::Array(ops.iter().map(|op| bitfield_read(data, op)).collect()));
     }
     if read_only_cmd {

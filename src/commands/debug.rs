@@ -178,7 +178,7 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
         if mset.len() > 2000 {
             records.push(std::mem::replace(&mut mset, vec![Bytes::from_static(b"MSET")]));
         }
-        let value = crate::db::Value::Str(crate::db::StrValue { data, enc: crate::db::StrEncoding::Auto });
+        let value = crate::db::Value::Str(crate::db::StrValue::with_enc(data, crate::db::StrEncoding::Auto));
         ctx.write_value(&key, value, None);
         created += 1;
     }

@@ -108,7 +108,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// The DUMP payload of an entry's value.
 fn payload_of(value: &Value) -> Vec<u8> {
     match value {
-        Value::Str(s) => rdb::encode_str(&s.data),
+        Value::Str(s) => rdb::encode_str(s.bytes()),
         Value::List(l) => rdb::encode_elements(false, l.len(), l.iter()),
         Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
         Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),

@@ -429,7 +429,7 @@ fn lookup_hll<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], write: bool) -> Result<Optio
     let entry = if write { ctx.ks.get_mut(db, key, now).map(|e| &*e) } else { ctx.ks.get(db, key, now) };
     match entry.map(|e| &e.value) {
         None => Ok(None),
-        Some(Value::Str(s)) if s.is_int_encoded() || !is_hll(&s.data) => Err(CmdError::other(NOT_HLL_ERR)),
+        Some(Value::Str(s)) if s.is_int_encoded() || !is_hll(s.bytes()) => Err(CmdError::other(NOT_HLL_ERR)),
         Some(Value::Str(s)) => Ok(Some(s)),
         Some(_) => Err(CmdError::WrongType),
     }
@@ -440,8 +440,8 @@ fn lookup_hll<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], write: bool) -> Result<Optio
 fn modify_str<R>(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
     ctx.change_quietly(key, |e| match &mut e.value {
         Value::Str(s) => {
-            s.enc = StrEncoding::Raw;
-            Some(f(&mut s.data))
+            s.set_enc(StrEncoding::Raw);
+            Some(f(s.vec_mut()))
         }
         _ => None,
     })
@@ -450,7 +450,7 @@ fn modify_str<R>(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> 
 
 /// Creates an absent key holding `data` (Redis's dbAdd before PFADD/PFMERGE change it).
 fn insert_str(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>) {
-    ctx.add_value(key, Value::Str(StrValue { data, enc: StrEncoding::Raw }));
+    ctx.add_value(key, Value::Str(StrValue::with_enc(data, StrEncoding::Raw)));
 }
 
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> usize {
@@ -497,7 +497,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         let mut max = Box::new([0u8; HLL_REGISTERS]);
         for key in &args[1..] {
             if let Some(s) = lookup_hll(ctx, key, false)? {
-                merge_into(&mut max, &s.data)?;
+                merge_into(&mut max, s.bytes())?;
             }
         }
         return Ok(Reply::Int(estimate(&max) as i64));
@@ -535,10 +535,10 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut use_dense = false;
     for key in &args[1..] {
         if let Some(s) = lookup_hll(ctx, key, false)? {
-            if s.data[4] == HLL_DENSE {
+            if s.bytes()[4] == HLL_DENSE {
                 use_dense = true;
             }
-            merge_into(&mut max, &s.data)?;
+            merge_into(&mut max, s.bytes())?;
         }
     }
     let dest = &args[1][..];

@@ -527,7 +527,7 @@ pub fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
     };
     let shared = match &entry.value {
         crate::db::Value::Str(s) => {
-            sharing && entry.value.encoding() == "int" && crate::util::parse_i64(&s.data).is_some_and(|n| (0..10000).contains(&n))
+            sharing && entry.value.encoding() == "int" && crate::util::parse_i64(s.bytes()).is_some_and(|n| (0..10000).contains(&n))
         }
         _ => false,
     };

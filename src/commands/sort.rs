@@ -234,7 +234,7 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], subst: &Bytes) -> Option
     let (db, now) = (ctx.db(), ctx.now_ms);
     let entry = ctx.ks.get(db, &key, now)?;
     match (&entry.value, field) {
-        (Value::Str(s), None) => Some(Bytes::copy_from_slice(&s.data)),
+        (Value::Str(s), None) => Some(Bytes::copy_from_slice(s.bytes())),
         (Value::Hash(h), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
         _ => None,
     }

@@ -38,13 +38,13 @@ fn lookup_str<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], write: bool) -> Result<Optio
 
 /// What `getGenericCommand` replies: the value, or a null if the key is absent.
 fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Reply, CmdError> {
-    Ok(lookup_str(ctx, key, false)?.map_or(Reply::Nil, |s| Reply::bulk(&s.data)))
+    Ok(lookup_str(ctx, key, false)?.map_or(Reply::Nil, |s| Reply::bulk(s.bytes())))
 }
 
 /// Stores a fresh string value (copying key and value out of the request) through the
 /// keyspace write API, which signals the key.
-fn store(ctx: &mut Ctx<'_>, key: &[u8], data: Vec<u8>, enc: StrEncoding, expire_at: Option<i64>) {
-    ctx.write_value(key, Value::Str(StrValue { data, enc }), expire_at);
+fn store(ctx: &mut Ctx<'_>, key: &[u8], data: &[u8], enc: StrEncoding, expire_at: Option<i64>) {
+    ctx.write_value(key, Value::Str(StrValue::from_slice(data, enc)), expire_at);
 }
 
 /// proto-max-bulk-len, which the log loader and a primary's stream are not held to (Redis's
@@ -149,7 +149,7 @@ fn set_generic(
         None
     };
     // A time already past is stored as is: the key then expires on its next access, as in Redis.
-    store(ctx, key, val.to_vec(), StrEncoding::Auto, expire_at);
+    store(ctx, key, val, StrEncoding::Auto, expire_at);
     ctx.dirty(1);
     // EX, PX and EXAT are logged as the absolute PXAT they come to (GET, NX and XX, decided
     // already, are dropped).
@@ -205,7 +205,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let got = get_reply(ctx, &args[1])?;
-    store(ctx, &args[1], args[2].to_vec(), StrEncoding::Auto, None);
+    store(ctx, &args[1], &args[2], StrEncoding::Auto, None);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", &args[1]);
     Ok(got)
@@ -233,7 +233,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let Some(value) = lookup_str(ctx, key, false)? else {
         return Ok(Reply::Nil);
     };
-    let reply = Reply::bulk(&value.data);
+    let reply = Reply::bulk(value.bytes());
     let when = match expire {
         Some(e) => Some(expire_ms(ctx, e, flags, "getex")?),
         None => None,
@@ -276,7 +276,7 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let mut out = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
         out.push(match ctx.ks.get(db, key, now).map(|e| &e.value) {
-            Some(Value::Str(s)) => Reply::bulk(&s.data),
+            Some(Value::Str(s)) => Reply::bulk(s.bytes()),
             _ => Reply::Nil,
         });
     }
@@ -297,7 +297,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, Cm
         }
     }
     for pair in args[1..].chunks(2) {
-        store(ctx, &pair[0], pair[1].to_vec(), StrEncoding::Auto, None);
+        store(ctx, &pair[0], &pair[1], StrEncoding::Auto, None);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }
     ctx.dirty((args.len() as u64 - 1) / 2);
@@ -326,18 +326,18 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let len = match lookup_str(ctx, key, true)? {
         None => {
             // A new key holds the argument itself, encoded as SET would.
-            store(ctx, key, tail.to_vec(), StrEncoding::Auto, None);
+            store(ctx, key, tail, StrEncoding::Auto, None);
             tail.len()
         }
         Some(s) => {
-            if s.data.len() as i128 + tail.len() as i128 > max_bulk_len(ctx) {
+            if s.len() as i128 + tail.len() as i128 > max_bulk_len(ctx) {
                 return Err(CmdError::StringTooLong);
             }
             ctx.change(key, |e| match &mut e.value {
                 Value::Str(s) => {
-                    s.data.extend_from_slice(tail);
-                    s.enc = StrEncoding::Raw;
-                    s.data.len()
+                    s.vec_mut().extend_from_slice(tail);
+                    s.set_enc(StrEncoding::Raw);
+                    s.len()
                 }
                 _ => 0,
             })
@@ -353,29 +353,27 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// STRLEN key
 /// ```
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    Ok(Reply::Int(lookup_str(ctx, &args[1], false)?.map_or(0, |s| s.data.len() as i64)))
+    Ok(Reply::Int(lookup_str(ctx, &args[1], false)?.map_or(0, |s| s.len() as i64)))
 }
 
 /// Redis's `incrDecrCommand`: the value is replaced in place, keeping its TTL.
 fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    // One hash computation, and the digits rewritten in the value's own buffer.
+    // One hash computation, and the digits rewritten in the value's slot.
     let pos = ctx.ks.write_position(db, key, now);
     let old = match pos.map(|i| &ctx.ks.db(db).entry_at(i).value) {
         None => 0,
-        Some(Value::Str(s)) => parse_i64(&s.data).ok_or(CmdError::NotInteger)?,
+        Some(Value::Str(s)) => parse_i64(s.bytes()).ok_or(CmdError::NotInteger)?,
         Some(_) => return Err(CmdError::WrongType),
     };
     let value = old.checked_add(incr).ok_or(CmdError::Overflow)?;
     match pos {
         Some(i) => ctx.change_at(i, key, |e| {
             if let Value::Str(s) = &mut e.value {
-                s.data.clear();
-                s.data.extend_from_slice(crate::util::format_i64_into(value, &mut [0; 20]));
-                s.enc = StrEncoding::Auto;
+                *s = StrValue::from_slice(crate::util::format_i64_into(value, &mut [0; 20]), StrEncoding::Auto);
             }
         }),
-        None => store(ctx, key, value.to_string().into_bytes(), StrEncoding::Auto, None),
+        None => store(ctx, key, crate::util::format_i64_into(value, &mut [0; 20]), StrEncoding::Auto, None),
     }
     ctx.dirty(1);
     ctx.notify(notify::STRING, "incrby", key);
@@ -424,9 +422,9 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         None => incr_by_float(FloatBase::Int(0), &args[2]).map(|v| (false, v)),
         Some(s) => {
             // An integer-encoded value is read as the integer, any other as a string.
-            let base = match parse_i64(&s.data) {
+            let base = match parse_i64(s.bytes()) {
                 Some(n) if s.is_int_encoded() => FloatBase::Int(n),
-                _ => FloatBase::Str(&s.data),
+                _ => FloatBase::Str(s.bytes()),
             };
             incr_by_float(base, &args[2]).map(|v| (true, v))
         }
@@ -437,9 +435,9 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
     })?;
     let value = Bytes::copy_from_slice(&data);
     if exists {
-        ctx.change(key, |e| e.value = Value::Str(StrValue { data, enc: StrEncoding::NotInt }));
+        ctx.change(key, |e| e.value = Value::Str(StrValue::with_enc(data, StrEncoding::NotInt)));
     } else {
-        store(ctx, key, data, StrEncoding::NotInt, None);
+        store(ctx, key, &data, StrEncoding::NotInt, None);
     }
     ctx.dirty(1);
     // Logged as the value it came to: float formatting must not differ on replay.
@@ -458,7 +456,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let Some(s) = lookup_str(ctx, &args[1], false)? else {
         return Ok(empty());
     };
-    let len = s.data.len() as i64;
+    let len = s.len() as i64;
     if start < 0 && end < 0 && start > end {
         return Ok(empty());
     }
@@ -476,7 +474,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if len == 0 || start > end {
         return Ok(empty());
     }
-    Ok(Reply::bulk(&s.data[start as usize..=end as usize]))
+    Ok(Reply::bulk(&s.bytes()[start as usize..=end as usize]))
 }
 
 /// ```text
@@ -498,7 +496,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let too_long = offset as i128 + value.len() as i128 > max_bulk_len(ctx);
     let exists = match lookup_str(ctx, key, true)? {
         None if value.is_empty() => return Ok(Reply::Int(0)),
-        Some(s) if value.is_empty() => return Ok(Reply::Int(s.data.len() as i64)),
+        Some(s) if value.is_empty() => return Ok(Reply::Int(s.len() as i64)),
         found => found.is_some(),
     };
     if too_long {
@@ -509,12 +507,12 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let len = if exists {
         ctx.change(key, |e| match &mut e.value {
             Value::Str(s) => {
-                if s.data.len() < end {
-                    s.data.resize(end, 0);
+                if s.len() < end {
+                    s.vec_mut().resize(end, 0);
                 }
-                s.data[offset..end].copy_from_slice(value);
-                s.enc = StrEncoding::Raw;
-                s.data.len()
+                s.vec_mut()[offset..end].copy_from_slice(value);
+                s.set_enc(StrEncoding::Raw);
+                s.len()
             }
             _ => 0,
         })
@@ -522,7 +520,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     } else {
         let mut data = vec![0u8; end];
         data[offset..].copy_from_slice(value);
-        store(ctx, key, data, StrEncoding::Raw, None);
+        store(ctx, key, &data, StrEncoding::Raw, None);
         end
     };
     ctx.dirty(1);
@@ -537,7 +535,7 @@ pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut fetch = |key: &[u8]| match ctx.ks.get(db, key, now).map(|e| &e.value) {
         None => Ok(Vec::new()),
-        Some(Value::Str(s)) => Ok(s.data.clone()),
+        Some(Value::Str(s)) => Ok(s.bytes().to_vec()),
         Some(_) => Err(CmdError::other("ERR The specified keys must contain string values")),
     };
     let (a, b) = (fetch(&args[1]), fetch(&args[2]));

@@ -33,7 +33,7 @@ fn object_digest(digest: &mut D, entry: &Entry) {
     };
     mix_digest(digest, &type_id.to_be_bytes());
     match &entry.value {
-        Value::Str(s) => mix_digest(digest, &s.data),
+        Value::Str(s) => mix_digest(digest, s.bytes()),
         Value::List(l) => {
             for item in l.iter() {
                 mix_digest(digest, item);

@@ -8,8 +8,7 @@
 //!   [`Key`] (up to 23 bytes inside the slot: a lookup that finds its field compares bytes
 //!   already loaded with the slot, instead of missing on an allocation of their own; perf put
 //!   12% of HSET on a 100,000-field hash in that `memcmp`), its value a boxed byte string
-//!   (16 bytes): a 64-byte slot, one cache line, and for short fields the same memory as a
-//!   48-byte slot with the field boxed apart.
+//!   (16 bytes): a 56-byte slot, within one cache line.
 
 use std::fmt;
 use std::ops::Range;
@@ -18,9 +17,9 @@ use super::key::Key;
 use super::table::RawTable;
 use super::varint;
 
-/// Estimated bytes of bookkeeping per field of a hashtable: the 64-byte slot (field, value
+/// Estimated bytes of bookkeeping per field of a hashtable: the 56-byte slot (field, value
 /// handle, hash, chain link), its bucket and the value allocation's rounding.
-const ENTRY_OVERHEAD: usize = 72;
+const ENTRY_OVERHEAD: usize = 64;
 
 /// Estimated bytes of bookkeeping of a packed hash (its allocation's rounding).
 const PACKED_OVERHEAD: usize = 8;
@@ -401,8 +400,8 @@ mod tests {
     fn a_hash_fits_in_a_value_unboxed() {
         assert_eq!(std::mem::size_of::<HashValue>(), 16);
         assert_eq!(std::mem::size_of::<super::super::value::Value>(), 32);
-        // A hashtable's slot is one cache line.
-        assert_eq!(std::mem::size_of::<Pair>() + 16, 64);
+        // A hashtable's slot (the pair, a 32-bit hash and chain link) fits one cache line.
+        assert_eq!(std::mem::size_of::<Pair>() + 8, 56);
     }
 
     /// The packed form keeps Redis's listpack order (new fields at the end, a replaced value

@@ -207,7 +207,7 @@ pub struct Db {
 /// (mimalloc has no headers; its small size classes are 8 or 16 bytes apart). Checked
 /// against the resident set by `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte
 /// strings and one-field hashes.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 16 + 8 + 16;
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 8 + 8 + 16;
 
 pub fn entry_mem(key: &[u8], entry: &Entry) -> usize {
     Key::heap_size(key.len()) + entry.value.mem_usage() + ENTRY_OVERHEAD

@@ -20,7 +20,8 @@ const MIN_BUCKETS: usize = 4;
 #[derive(Clone)]
 struct Slot<T> {
     item: T,
-    hash: u64,
+    /// The low 32 bits of the item's hash: all a bucket index can use (indices are u32).
+    hash: u32,
     next: u32,
 }
 
@@ -52,9 +53,9 @@ impl<T> RawTable<T> {
         self.entries.is_empty()
     }
 
-    /// The hash of a key, as this table's items must be found by.
+    /// The hash of a key, as this table's items must be found by (32 bits, as slots keep it).
     pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash(key)
+        self.hasher.hash(key) & u32::MAX as u64
     }
 
     fn mask(&self) -> u64 {
@@ -66,7 +67,7 @@ impl<T> RawTable<T> {
         let mut i = self.buckets[(hash & self.mask()) as usize];
         while i != NIL {
             let slot = &self.entries[i as usize];
-            if slot.hash == hash && eq(&slot.item) {
+            if slot.hash as u64 == hash && eq(&slot.item) {
                 return Some(i as usize);
             }
             i = slot.next;
@@ -94,7 +95,7 @@ impl<T> RawTable<T> {
         if self.entries.len() == self.entries.capacity() && self.entries.len() < 16 {
             self.entries.reserve_exact(1);
         }
-        self.entries.push(Slot { item, hash, next: self.buckets[b] });
+        self.entries.push(Slot { item, hash: hash as u32, next: self.buckets[b] });
         self.buckets[b] = idx;
     }
 
@@ -104,7 +105,7 @@ impl<T> RawTable<T> {
         let last = self.entries.len() - 1;
         if i != last {
             // The last slot moves into the hole: repoint whoever referred to it.
-            let moved_hash = self.entries[last].hash;
+            let moved_hash = self.entries[last].hash as u64;
             self.relink(last as u32, i as u32, moved_hash);
         }
         let slot = self.entries.swap_remove(i);
@@ -116,7 +117,7 @@ impl<T> RawTable<T> {
 
     /// Takes slot `i` out of its bucket chain.
     fn unlink(&mut self, i: usize) {
-        let b = (self.entries[i].hash & self.mask()) as usize;
+        let b = (self.entries[i].hash as u64 & self.mask()) as usize;
         let next = self.entries[i].next;
         if self.buckets[b] == i as u32 {
             self.buckets[b] = next;
@@ -153,7 +154,7 @@ impl<T> RawTable<T> {
         self.buckets = vec![NIL; n];
         let mask = (n - 1) as u64;
         for (i, slot) in self.entries.iter_mut().enumerate() {
-            let b = (slot.hash & mask) as usize;
+            let b = (slot.hash as u64 & mask) as usize;
             slot.next = self.buckets[b];
             self.buckets[b] = i as u32;
         }

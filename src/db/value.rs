@@ -21,11 +21,38 @@ pub enum Value {
     Stream(Box<StreamValue>),
 }
 
-/// A string value and the encoding Redis would report for it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct StrValue {
-    pub data: Vec<u8>,
-    pub enc: StrEncoding,
+/// A string value and the encoding Redis would report for it. Up to [`INLINE`] bytes live in
+/// the value itself (in the key's slot: no allocation, 16 bytes less per short string, as
+/// Redis's embstr saves one allocation); longer ones, and any string changed in place
+/// (APPEND, SETRANGE, SETBIT...), in a vector of their own.
+#[derive(Clone)]
+pub struct StrValue(Repr);
+
+/// The longest string held inline: the 32 bytes of `Repr` less its tag, encoding and length.
+pub const INLINE: usize = 29;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { enc: StrEncoding, len: u8, buf: [u8; INLINE] },
+    Heap { enc: StrEncoding, data: Vec<u8> },
+}
+
+impl Default for StrValue {
+    fn default() -> Self {
+        StrValue::from_slice(&[], StrEncoding::Auto)
+    }
+}
+
+impl PartialEq for StrValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.enc() == other.enc() && self.bytes() == other.bytes()
+    }
+}
+
+impl std::fmt::Debug for StrValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrValue").field("data", &String::from_utf8_lossy(self.bytes())).field("enc", &self.enc()).finish()
+    }
 }
 
 /// How OBJECT ENCODING names a string: Redis decides when the object is created.
@@ -43,12 +70,76 @@ pub enum StrEncoding {
 
 impl StrValue {
     pub fn new(data: Vec<u8>) -> Self {
-        StrValue { data, enc: StrEncoding::Auto }
+        Self::with_enc(data, StrEncoding::Auto)
+    }
+
+    /// Keeps `data`'s allocation when it is too long to be inline.
+    pub fn with_enc(data: Vec<u8>, enc: StrEncoding) -> Self {
+        if data.len() <= INLINE {
+            Self::from_slice(&data, enc)
+        } else {
+            StrValue(Repr::Heap { enc, data })
+        }
+    }
+
+    pub fn from_slice(bytes: &[u8], enc: StrEncoding) -> Self {
+        if bytes.len() > INLINE {
+            return StrValue(Repr::Heap { enc, data: bytes.to_vec() });
+        }
+        let mut buf = [0; INLINE];
+        buf[..bytes.len()].copy_from_slice(bytes);
+        StrValue(Repr::Inline { enc, len: bytes.len() as u8, buf })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, buf, .. } => &buf[..*len as usize],
+            Repr::Heap { data, .. } => data,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn enc(&self) -> StrEncoding {
+        match &self.0 {
+            Repr::Inline { enc, .. } | Repr::Heap { enc, .. } => *enc,
+        }
+    }
+
+    pub fn set_enc(&mut self, to: StrEncoding) {
+        match &mut self.0 {
+            Repr::Inline { enc, .. } | Repr::Heap { enc, .. } => *enc = to,
+        }
+    }
+
+    /// The bytes to change in place: moved to a vector of their own first if inline.
+    pub fn vec_mut(&mut self) -> &mut Vec<u8> {
+        if let Repr::Inline { enc, len, buf } = self.0 {
+            self.0 = Repr::Heap { enc, data: buf[..len as usize].to_vec() };
+        }
+        match &mut self.0 {
+            Repr::Heap { data, .. } => data,
+            Repr::Inline { .. } => unreachable!("moved to the heap above"),
+        }
+    }
+
+    /// Heap bytes held (none when inline).
+    pub fn heap_size(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { .. } => 0,
+            Repr::Heap { data, .. } => data.capacity(),
+        }
     }
 
     /// True when Redis would hold this value as an integer object.
     pub fn is_int_encoded(&self) -> bool {
-        self.enc == StrEncoding::Auto && self.data.len() <= 20 && crate::util::parse_i64(&self.data).is_some()
+        self.enc() == StrEncoding::Auto && self.len() <= 20 && crate::util::parse_i64(self.bytes()).is_some()
     }
 }
 
@@ -75,7 +166,7 @@ impl Value {
             Value::Str(s) => {
                 if s.is_int_encoded() {
                     "int"
-                } else if s.enc != StrEncoding::Raw && s.data.len() <= 44 {
+                } else if s.enc() != StrEncoding::Raw && s.len() <= 44 {
                     "embstr"
                 } else {
                     "raw"
@@ -92,12 +183,33 @@ impl Value {
     /// Approximate heap bytes held, for INFO memory.
     pub fn mem_usage(&self) -> usize {
         match self {
-            Value::Str(s) => s.data.capacity(),
+            Value::Str(s) => s.heap_size(),
             Value::List(l) => l.mem_usage(),
             Value::Hash(h) => h.mem_usage(),
             Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
             Value::Stream(s) => s.mem_usage(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_strings_live_in_the_value_and_change_in_a_vector() {
+        assert_eq!(std::mem::size_of::<Value>(), 32, "a key's slot holds the value");
+        let s = StrValue::from_slice(&[b'x'; INLINE], StrEncoding::Auto);
+        assert_eq!((s.len(), s.heap_size()), (INLINE, 0));
+        let long = StrValue::new(vec![b'y'; INLINE + 1]);
+        assert!(long.heap_size() > INLINE);
+        let mut t = StrValue::from_slice(b"12", StrEncoding::Auto);
+        assert!(t.is_int_encoded());
+        t.vec_mut().extend_from_slice(b"ab");
+        t.set_enc(StrEncoding::Raw);
+        assert_eq!((t.bytes(), t.enc()), (&b"12ab"[..], StrEncoding::Raw));
+        assert_eq!(t, StrValue::with_enc(b"12ab".to_vec(), StrEncoding::Raw), "equal whatever the storage");
+        assert_ne!(t, StrValue::from_slice(b"12ab", StrEncoding::Auto));
     }
 }
