@@ -5,10 +5,10 @@
 //!   itself (no box of its own).
 //! - `hashtable` for good once past the limits: a [`RawTable`] (O(1) lookups, uniformly
 //!   random fields for HRANDFIELD, and Redis's SCAN guarantee for HSCAN). A field is a
-//!   [`Key`] (up to 23 bytes inside the slot: a lookup that finds its field compares bytes
+//!   [`Key`] (up to 22 bytes inside the slot: a lookup that finds its field compares bytes
 //!   already loaded with the slot, instead of missing on an allocation of their own; perf put
 //!   12% of HSET on a 100,000-field hash in that `memcmp`), its value a boxed byte string
-//!   (16 bytes): a 56-byte slot, within one cache line.
+//!   (16 bytes): a 48-byte slot, within one cache line.
 
 use std::fmt;
 use std::ops::Range;
@@ -17,9 +17,9 @@ use super::key::Key;
 use super::table::RawTable;
 use super::varint;
 
-/// Estimated bytes of bookkeeping per field of a hashtable: the 56-byte slot (field, value
+/// Estimated bytes of bookkeeping per field of a hashtable: the 48-byte slot (field, value
 /// handle, hash, chain link), its bucket and the value allocation's rounding.
-const ENTRY_OVERHEAD: usize = 64;
+const ENTRY_OVERHEAD: usize = 56;
 
 /// Estimated bytes of bookkeeping of a packed hash (its allocation's rounding).
 const PACKED_OVERHEAD: usize = 8;
@@ -401,7 +401,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<HashValue>(), 16);
         assert_eq!(std::mem::size_of::<super::super::value::Value>(), 32);
         // A hashtable's slot (the pair, a 32-bit hash and chain link) fits one cache line.
-        assert_eq!(std::mem::size_of::<Pair>() + 8, 56);
+        assert_eq!(std::mem::size_of::<Pair>() + 8, 48);
     }
 
     /// The packed form keeps Redis's listpack order (new fields at the end, a replaced value

@@ -11,7 +11,7 @@ use super::{Key, KeyTable};
 
 /// Estimated bytes of bookkeeping per member (slot, chain link, the `Key`), besides its
 /// bytes kept apart when long ([`Key::heap_size`]).
-const ENTRY_OVERHEAD: usize = 40;
+const ENTRY_OVERHEAD: usize = 32;
 
 /// A set value. `mem` is kept up to date by every mutation so memory accounting is O(1).
 pub struct SetValue {

@@ -20,12 +20,12 @@ use packed::Packed;
 pub use skiplist::{NodeId, SkipList};
 
 /// Heap bytes counted per element besides a long member's own allocation
-/// ([`Key::heap_size`]; members of up to 23 bytes live in the 32-byte member slot): the
+/// ([`Key::heap_size`]; members of up to 22 bytes live in the 24-byte member slot): the
 /// skiplist's 16-byte level-0 record, back link and member slot, a quarter of a block of
 /// upper links, the index slot (12) and bucket, and the vectors' spare room. Measured:
 /// 1,000,000 ZADDs of 8-to-14-byte members grow the resident set by 85 B each (100 B while
 /// members were `Bytes` handles to allocations of their own, 128 B with 88-byte nodes).
-const ENTRY_OVERHEAD: usize = 84;
+const ENTRY_OVERHEAD: usize = 76;
 
 /// A sorted set: packed while small (Redis's `listpack`), else the member table and the
 /// skiplist (`skiplist`), one way. A node id is a byte offset of the packed form or a
