@@ -4,6 +4,7 @@
 //! Every deletion caused by expiry is recorded in `expired` so the executor can propagate it
 //! (to the log and replicas) as a `DEL`, the way Redis propagates expirations.
 
+mod dense;
 pub mod digest;
 pub mod evict;
 pub mod hash;

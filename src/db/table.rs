@@ -1,8 +1,8 @@
 //! `KeyTable`: the hash table behind every keyspace, with Redis's SCAN guarantee.
 //!
-//! Entries live in one dense vector (so a uniformly random entry is one index away, which
-//! RANDOMKEY, active expiry and eviction sampling need) and buckets chain through it by
-//! index. The bucket count is a power of two and SCAN walks buckets in Redis's reverse-binary
+//! Entries live in one dense, segmented vector ([`Dense`]: a uniformly random entry is one
+//! index away, which RANDOMKEY, active expiry and eviction sampling need) and buckets chain
+//! through it by index. The bucket count is a power of two and SCAN walks buckets in Redis's reverse-binary
 //! cursor order, so a full iteration returns every key present throughout it even when the
 //! table grows or shrinks between calls. Entries keep their hash, so resizing never rehashes
 //! a key.
@@ -11,6 +11,7 @@
 //! contain their key: a sorted set's member index holds only skiplist node ids, and compares
 //! members through the skiplist (one copy of each member, as in Redis).
 
+use super::dense::Dense;
 use super::key::Key;
 use super::siphash::SipKey;
 
@@ -29,7 +30,7 @@ struct Slot<T> {
 /// (`eq`) and hashes the key with [`RawTable::hash`].
 #[derive(Clone)]
 pub struct RawTable<T> {
-    entries: Vec<Slot<T>>,
+    entries: Dense<Slot<T>>,
     buckets: Vec<u32>,
     hasher: SipKey,
 }
@@ -42,7 +43,7 @@ impl<T> Default for RawTable<T> {
 
 impl<T> RawTable<T> {
     pub fn new() -> Self {
-        RawTable { entries: Vec::new(), buckets: vec![NIL; MIN_BUCKETS], hasher: SipKey::new() }
+        RawTable { entries: Dense::default(), buckets: vec![NIL; MIN_BUCKETS], hasher: SipKey::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -50,7 +51,7 @@ impl<T> RawTable<T> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 
     /// The hash of a key, as this table's items must be found by (32 bits, as slots keep it).
@@ -90,11 +91,6 @@ impl<T> RawTable<T> {
         }
         let b = (hash & self.mask()) as usize;
         let idx = self.entries.len() as u32;
-        // Small tables (most hashes and sets are tiny) grow one slot at a time instead of
-        // doubling from 4: a one-field hash then holds one slot, not four.
-        if self.entries.len() == self.entries.capacity() && self.entries.len() < 16 {
-            self.entries.reserve_exact(1);
-        }
         self.entries.push(Slot { item, hash: hash as u32, next: self.buckets[b] });
         self.buckets[b] = idx;
     }
