@@ -124,7 +124,7 @@ mod tests {
         let per = Dense::<u64>::PER;
         for step in 0..(per as u64 * 7) {
             rng = crate::util::xorshift(rng);
-            if rng % 3 == 0 && !v.is_empty() {
+            if rng.is_multiple_of(3) && !v.is_empty() {
                 let i = (rng >> 8) as usize % v.len();
                 assert_eq!(d.swap_remove(i), v.swap_remove(i), "step {step}");
             } else {

@@ -399,7 +399,7 @@ mod tests {
     #[test]
     fn a_hash_fits_in_a_value_unboxed() {
         assert_eq!(std::mem::size_of::<HashValue>(), 16);
-        assert_eq!(std::mem::size_of::<super::super::value::Value>(), 32);
+        assert_eq!(std::mem::size_of::<super::super::value::Value>(), 24);
         // A hashtable's slot (the pair, a 32-bit hash and chain link) fits one cache line.
         assert_eq!(std::mem::size_of::<Pair>() + 8, 48);
     }

@@ -744,10 +744,10 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_48_bytes() {
-        // Every key pays for it: the value (32), the expiry (8), the LRU/LFU word and the
+    fn an_entry_is_40_bytes() {
+        // Every key pays for it: the value (24), the expiry (8), the LRU/LFU word and the
         // rewrite epoch (4 + 4).
-        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
         let mut e = Entry::new(Value::string("v"), Some(i64::MIN), T0);
         assert_eq!(e.expire_at(), Some(i64::MIN + 1), "the lowest expiry is not taken for none");
         e.set_expire_at(None);

@@ -21,20 +21,24 @@ pub enum Value {
     Stream(Box<StreamValue>),
 }
 
-/// A string value and the encoding Redis would report for it. Up to [`INLINE`] bytes live in
-/// the value itself (in the key's slot: no allocation, 16 bytes less per short string, as
-/// Redis's embstr saves one allocation); longer ones, and any string changed in place
-/// (APPEND, SETRANGE, SETBIT...), in a vector of their own.
+/// A string value and the encoding Redis would report for it, in 24 bytes (a key's slot holds
+/// it). Up to [`INLINE`] bytes live in the value itself (no allocation, as Redis's embstr
+/// saves one); longer ones in an allocation of exactly their size; a string changed in place
+/// (APPEND, SETRANGE, SETBIT...) in a growable vector of its own, boxed so that the common
+/// forms stay small.
 #[derive(Clone)]
 pub struct StrValue(Repr);
 
-/// The longest string held inline: the 32 bytes of `Repr` less its tag, encoding and length.
-pub const INLINE: usize = 29;
+/// The longest string held inline: the 24 bytes of `Repr` less its tag, encoding and length.
+pub const INLINE: usize = 21;
 
 #[derive(Clone)]
 enum Repr {
     Inline { enc: StrEncoding, len: u8, buf: [u8; INLINE] },
-    Heap { enc: StrEncoding, data: Vec<u8> },
+    Fixed { enc: StrEncoding, data: Box<[u8]> },
+    // Boxed on purpose: a bare `Vec` (24 bytes) would make every value 32 bytes.
+    #[allow(clippy::box_collection)]
+    Growable { enc: StrEncoding, data: Box<Vec<u8>> },
 }
 
 impl Default for StrValue {
@@ -73,18 +77,18 @@ impl StrValue {
         Self::with_enc(data, StrEncoding::Auto)
     }
 
-    /// Keeps `data`'s allocation when it is too long to be inline.
+    /// Keeps `data`'s allocation (shrunk to its size) when it is too long to be inline.
     pub fn with_enc(data: Vec<u8>, enc: StrEncoding) -> Self {
         if data.len() <= INLINE {
             Self::from_slice(&data, enc)
         } else {
-            StrValue(Repr::Heap { enc, data })
+            StrValue(Repr::Fixed { enc, data: data.into_boxed_slice() })
         }
     }
 
     pub fn from_slice(bytes: &[u8], enc: StrEncoding) -> Self {
         if bytes.len() > INLINE {
-            return StrValue(Repr::Heap { enc, data: bytes.to_vec() });
+            return StrValue(Repr::Fixed { enc, data: Box::from(bytes) });
         }
         let mut buf = [0; INLINE];
         buf[..bytes.len()].copy_from_slice(bytes);
@@ -94,7 +98,8 @@ impl StrValue {
     pub fn bytes(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, buf, .. } => &buf[..*len as usize],
-            Repr::Heap { data, .. } => data,
+            Repr::Fixed { data, .. } => data,
+            Repr::Growable { data, .. } => data,
         }
     }
 
@@ -108,24 +113,27 @@ impl StrValue {
 
     pub fn enc(&self) -> StrEncoding {
         match &self.0 {
-            Repr::Inline { enc, .. } | Repr::Heap { enc, .. } => *enc,
+            Repr::Inline { enc, .. } | Repr::Fixed { enc, .. } | Repr::Growable { enc, .. } => *enc,
         }
     }
 
     pub fn set_enc(&mut self, to: StrEncoding) {
         match &mut self.0 {
-            Repr::Inline { enc, .. } | Repr::Heap { enc, .. } => *enc = to,
+            Repr::Inline { enc, .. } | Repr::Fixed { enc, .. } | Repr::Growable { enc, .. } => *enc = to,
         }
     }
 
-    /// The bytes to change in place: moved to a vector of their own first if inline.
+    /// The bytes to change in place: moved to a growable vector first (once: later changes,
+    /// a run of APPENDs say, grow it as a vector grows).
     pub fn vec_mut(&mut self) -> &mut Vec<u8> {
-        if let Repr::Inline { enc, len, buf } = self.0 {
-            self.0 = Repr::Heap { enc, data: buf[..len as usize].to_vec() };
+        if !matches!(self.0, Repr::Growable { .. }) {
+            let enc = self.enc();
+            let data = Box::new(self.bytes().to_vec());
+            self.0 = Repr::Growable { enc, data };
         }
         match &mut self.0 {
-            Repr::Heap { data, .. } => data,
-            Repr::Inline { .. } => unreachable!("moved to the heap above"),
+            Repr::Growable { data, .. } => data,
+            Repr::Inline { .. } | Repr::Fixed { .. } => unreachable!("made growable above"),
         }
     }
 
@@ -133,7 +141,8 @@ impl StrValue {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Inline { .. } => 0,
-            Repr::Heap { data, .. } => data.capacity(),
+            Repr::Fixed { data, .. } => data.len(),
+            Repr::Growable { data, .. } => data.capacity() + std::mem::size_of::<Vec<u8>>(),
         }
     }
 
@@ -199,7 +208,8 @@ mod tests {
 
     #[test]
     fn short_strings_live_in_the_value_and_change_in_a_vector() {
-        assert_eq!(std::mem::size_of::<Value>(), 32, "a key's slot holds the value");
+        assert_eq!(std::mem::size_of::<StrValue>(), 24);
+        assert_eq!(std::mem::size_of::<Value>(), 24, "a key's slot holds the value");
         let s = StrValue::from_slice(&[b'x'; INLINE], StrEncoding::Auto);
         assert_eq!((s.len(), s.heap_size()), (INLINE, 0));
         let long = StrValue::new(vec![b'y'; INLINE + 1]);

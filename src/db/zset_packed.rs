@@ -1,5 +1,6 @@
-//! A small sorted set in one packed buffer, as Redis keeps one in a listpack: entries in
-//! order of (score, member), found by scanning. An entry is
+//! A small sorted set in one packed buffer, as Redis keeps one in a listpack: a 4-byte
+//! little-endian count, then entries in order of (score, member), found by scanning. An entry
+//! is
 //!
 //! `varint(member length) member score backlen`
 //!
@@ -11,7 +12,7 @@
 //!
 //! The buffer is a boxed slice of exactly its size: every change reallocates, as Redis
 //! reallocates a listpack, and a set of 5 one-letter members with small integer scores takes
-//! 20 bytes.
+//! 24 bytes. Empty, it allocates nothing.
 
 use super::skiplist::cmp_entry;
 use crate::db::varint;
@@ -24,8 +25,10 @@ const DOUBLE: u8 = 0x01;
 #[derive(Clone, Default)]
 pub struct Packed {
     buf: Box<[u8]>,
-    len: u32,
 }
+
+/// The count's bytes, where the first entry starts.
+const HEAD: usize = 4;
 
 /// Where one entry lies.
 struct Entry {
@@ -57,7 +60,25 @@ fn backlen(n: usize) -> ([u8; 10], usize) {
 
 impl Packed {
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.buf.get(..HEAD).map_or(0, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
+    }
+
+    /// Rebuilds the buffer as the entries before offset `at`, `entry`, and the entries from
+    /// offset `tail` on, with the count moved by `delta`.
+    fn rebuild(&mut self, at: usize, entry: &[u8], tail: usize, delta: i64) {
+        let count = (self.len() as i64 + delta) as u32;
+        if count == 0 {
+            self.buf = Box::default();
+            return;
+        }
+        let before = self.buf.get(HEAD..at).unwrap_or(&[]);
+        let rest = self.buf.get(tail..).unwrap_or(&[]);
+        let mut buf = Vec::with_capacity(HEAD + before.len() + entry.len() + rest.len());
+        buf.extend_from_slice(&count.to_le_bytes());
+        buf.extend_from_slice(before);
+        buf.extend_from_slice(entry);
+        buf.extend_from_slice(rest);
+        self.buf = buf.into_boxed_slice();
     }
 
     /// Heap bytes held: the buffer, rounded to the allocator's 16-byte classes.
@@ -91,7 +112,7 @@ impl Packed {
     }
 
     pub fn first(&self) -> Option<u32> {
-        (!self.buf.is_empty()).then_some(0)
+        (self.buf.len() > HEAD).then_some(HEAD as u32)
     }
 
     pub fn last(&self) -> Option<u32> {
@@ -106,7 +127,7 @@ impl Packed {
     /// The entry before offset `id` (also the last one, for `id` = the buffer's length).
     pub fn prev(&self, id: u32) -> Option<u32> {
         let mut p = id as usize;
-        if p == 0 {
+        if p <= HEAD {
             return None;
         }
         let (mut n, mut shift) = (0usize, 0);
@@ -115,11 +136,11 @@ impl Packed {
             let b = self.buf[p];
             n |= ((b & 0x7f) as usize) << shift;
             shift += 7;
-            if b & 0x80 == 0 || p == 0 {
+            if b & 0x80 == 0 || p <= HEAD {
                 break;
             }
         }
-        Some(p.saturating_sub(n) as u32)
+        Some(p.saturating_sub(n).max(HEAD) as u32)
     }
 
     /// Ids in order.
@@ -166,30 +187,21 @@ impl Packed {
             let (m, s) = self.get(id);
             cmp_entry(score, member, s, m).is_lt()
         });
-        let at = at.map_or(self.buf.len(), |id| id as usize);
+        let at = at.map_or(self.buf.len().max(HEAD), |id| id as usize);
         let mut entry = Vec::with_capacity(member.len() + 16);
         varint::put(&mut entry, member.len() as u64);
         entry.extend_from_slice(member);
         put_score(&mut entry, score);
         let (back, n) = backlen(entry.len());
         entry.extend_from_slice(&back[..n]);
-        let mut buf = Vec::with_capacity(self.buf.len() + entry.len());
-        buf.extend_from_slice(&self.buf[..at]);
-        buf.extend_from_slice(&entry);
-        buf.extend_from_slice(&self.buf[at..]);
-        self.buf = buf.into_boxed_slice();
-        self.len += 1;
+        self.rebuild(at, &entry, at, 1);
     }
 
     /// Removes the entry at `id`.
     pub fn remove_at(&mut self, id: u32) {
         let at = id as usize;
         let end = self.entry(at).end;
-        let mut buf = Vec::with_capacity(self.buf.len() - (end - at));
-        buf.extend_from_slice(&self.buf[..at]);
-        buf.extend_from_slice(&self.buf[end..]);
-        self.buf = buf.into_boxed_slice();
-        self.len -= 1;
+        self.rebuild(at, &[], end, -1);
     }
 }
 
@@ -251,8 +263,13 @@ mod tests {
         for (i, m) in ["a", "b", "c", "d", "e"].iter().enumerate() {
             p.insert(m.as_bytes(), (i + 1) as f64);
         }
-        assert_eq!(p.buf.len(), 20);
+        assert_eq!(p.buf.len(), 24);
         assert_eq!(p.get(p.last().unwrap()), (&b"e"[..], 5.0));
-        assert_eq!(std::mem::size_of::<Packed>(), 24);
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
+        for m in ["a", "b", "c", "d", "e"] {
+            let (_, id, _) = p.find(m.as_bytes()).unwrap();
+            p.remove_at(id);
+        }
+        assert_eq!((p.len(), p.buf.len()), (0, 0), "an empty set allocates nothing");
     }
 }
