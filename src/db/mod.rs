@@ -203,12 +203,12 @@ pub struct Db {
 }
 
 /// What a key costs besides its value's own estimate and its bytes kept apart
-/// ([`Key::heap_size`]): the table slot (the entry, the key, the hash and chain link), its
-/// share of the bucket array, and the allocator's rounding of the value's allocations
-/// (mimalloc has no headers; its small size classes are 8 or 16 bytes apart). Checked
-/// against the resident set by `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte
-/// strings and one-field hashes.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 8 + 8 + 16;
+/// ([`Key::heap_size`]): the table slot (the entry, the key, the 32-bit hash and chain link)
+/// and its share of the bucket array (4-byte buckets, one per slot or two). Values round
+/// their own allocations (mimalloc has no headers; its small size classes are 8 or 16 bytes
+/// apart). Checked against the resident set by
+/// `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte strings and one-field hashes.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 8 + 6;
 
 pub fn entry_mem(key: &[u8], entry: &Entry) -> usize {
     Key::heap_size(key.len()) + entry.value.mem_usage() + ENTRY_OVERHEAD

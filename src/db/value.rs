@@ -34,11 +34,21 @@ pub const INLINE: usize = 21;
 
 #[derive(Clone)]
 enum Repr {
-    Inline { enc: StrEncoding, len: u8, buf: [u8; INLINE] },
-    Fixed { enc: StrEncoding, data: Box<[u8]> },
+    Inline {
+        enc: StrEncoding,
+        len: u8,
+        buf: [u8; INLINE],
+    },
+    Fixed {
+        enc: StrEncoding,
+        data: Box<[u8]>,
+    },
     // Boxed on purpose: a bare `Vec` (24 bytes) would make every value 32 bytes.
     #[allow(clippy::box_collection)]
-    Growable { enc: StrEncoding, data: Box<Vec<u8>> },
+    Growable {
+        enc: StrEncoding,
+        data: Box<Vec<u8>>,
+    },
 }
 
 impl Default for StrValue {
@@ -141,7 +151,7 @@ impl StrValue {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Inline { .. } => 0,
-            Repr::Fixed { data, .. } => data.len(),
+            Repr::Fixed { data, .. } => data.len().next_multiple_of(16),
             Repr::Growable { data, .. } => data.capacity() + std::mem::size_of::<Vec<u8>>(),
         }
     }
