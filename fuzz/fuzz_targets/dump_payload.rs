@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let again = match &value {
-        Value::Str(s) => rdb::encode_str(&s.data),
+        Value::Str(s) => rdb::encode_str(s.bytes()),
         Value::List(l) => rdb::encode_elements(false, l.len(), l.iter()),
         Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
         Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),

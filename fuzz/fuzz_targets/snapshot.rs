@@ -37,7 +37,7 @@ fn build(data: &[u8]) -> Keyspace {
                 if z.len() == 0 {
                     continue;
                 }
-                Value::ZSet(Box::new(z))
+                Value::ZSet(z)
             }
         };
         let expire = (i % 4 == 0).then_some(i as i64 * 1000);
