@@ -8,17 +8,8 @@
 # Ports: BASE (7600) for the proxy, BASE+1..BASE+3 for the primaries, BASE+10 for the proxy's
 # stats. Needs nutcracker and redis-tools (apt-get install nutcracker redis-tools).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 BASE=${BASE:-7600}
-VBIN=${VBIN:-target/release/vermilion-server}
-[ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
-VBIN=$(realpath -s "$VBIN")
-DIR=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
-trap cleanup EXIT
-trap "exit 130" INT TERM
-up() { for _ in $(seq 500); do redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return; sleep 0.02; done; echo "port $1 not up"; exit 1; }
+. "$(dirname "$0")/common.sh"
 
 servers=""
 for i in 1 2 3; do

@@ -8,21 +8,8 @@
 # for the sentinels. Files in a temporary directory (KEEP=1 keeps it). Needs redis-sentinel
 # and redis-cli (apt-get install redis-sentinel redis-tools).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 BASE=${BASE:-7500}
-VBIN=${VBIN:-target/release/vermilion-server}
-[ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
-VBIN=$(realpath -s "$VBIN")
-DIR=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ "${KEEP:-0}" = 1 ]; then echo "files kept in $DIR"; else rm -rf "$DIR"; fi
-}
-trap cleanup EXIT
-trap "exit 130" INT TERM
-
-up() { for _ in $(seq 500); do redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return; sleep 0.02; done; echo "port $1 not up"; exit 1; }
+. "$(dirname "$0")/common.sh"
 
 # node PORT [PRIMARY_PORT]: a Vermilion node with its own directory and config file (the
 # sentinels rewrite it with CONFIG REWRITE).

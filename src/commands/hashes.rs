@@ -411,22 +411,17 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     };
     let opts = parse_scan_opts(args, 3)?;
     let mut found: Vec<(Bytes, Bytes)> = Vec::new();
-    if h.is_listpack() {
-        // Redis returns a small hash whole, whatever the cursor.
-        found.extend(h.iter().map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
-        cursor = 0;
-    } else {
-        // Like Redis: COUNT is doubled (fields and values are counted), then at most
-        // COUNT*10 more buckets after the first, until COUNT entries.
-        let count = opts.count;
-        let mut budget = count.saturating_mul(20);
-        loop {
-            cursor = h.scan_step(cursor, |f, v| found.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
-            if cursor == 0 || budget == 0 || found.len() as i64 >= count {
-                break;
-            }
-            budget -= 1;
+    // Like Redis: COUNT is doubled (fields and values are counted), then at most COUNT*10
+    // more buckets after the first, until COUNT entries; a small hash comes whole in one
+    // step, whatever the cursor.
+    let count = opts.count;
+    let mut budget = count.saturating_mul(20);
+    loop {
+        cursor = h.scan_step(cursor, |f, v| found.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
+        if cursor == 0 || budget == 0 || found.len() as i64 >= count {
+            break;
         }
+        budget -= 1;
     }
     let mut out = Vec::with_capacity(found.len() * 2);
     for (f, v) in found {

@@ -547,20 +547,15 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         i += 2;
     }
     let mut found: Vec<(Bytes, f64)> = Vec::new();
-    if z.is_listpack() {
-        found = z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
-        cursor = 0;
-    } else {
-        // Like Redis: at most COUNT*10 more buckets after the first, until COUNT entries
-        // (a member and its score count as two).
-        let mut budget = count.saturating_mul(10);
-        loop {
-            cursor = z.scan_step(cursor, |m, s| found.push((Bytes::copy_from_slice(m), s)));
-            if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
-                break;
-            }
-            budget -= 1;
+    // Like Redis: at most COUNT*10 more buckets after the first, until COUNT entries (a
+    // member and its score count as two); a packed set comes whole in one step.
+    let mut budget = count.saturating_mul(10);
+    loop {
+        cursor = z.scan_step(cursor, |m, s| found.push((Bytes::copy_from_slice(m), s)));
+        if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
+            break;
         }
+        budget -= 1;
     }
     let items = found
         .into_iter()
