@@ -46,6 +46,10 @@ pub struct TrackingTable {
     pub clients: usize,
     /// Clients in BCAST mode.
     pub bcast: Vec<ClientId>,
+    /// Keys changed since the last broadcast, in order, with the client that changed each
+    /// last (None: expiry or eviction): BCAST clients hear of them once per batch, one
+    /// message per prefix, as Redis sends them once per event-loop turn.
+    pub bcast_pending: std::collections::BTreeMap<Bytes, Option<ClientId>>,
 }
 
 impl TrackingTable {

@@ -182,3 +182,45 @@ fn bcast_prefixes_overlap_as_in_redis() {
         d.reset_conns();
     }
 }
+
+/// BCAST as Redis sends it: the keys changed in one batch (a transaction, a script, a
+/// pipeline read at once) go out as one message per prefix, after the replies; NOLOOP leaves
+/// out the client's own keys; expired keys are broadcast too.
+#[test]
+fn bcast_sends_one_message_per_prefix_per_batch_as_redis() {
+    let mut d = DiffPair::start();
+    let mut f = Vec::new();
+    let _ = d.on(0).hello(3).unwrap_or_else(|e| panic!("{e}"));
+    frames(&mut d, 0, "CLIENT TRACKING on BCAST", 1, &mut f);
+    for cmd in ["MULTI", "SET x 1", "SET y 1", "EXEC"] {
+        frames(&mut d, 1, cmd, 1, &mut f);
+    }
+    frames(&mut d, 0, "PING", 2, &mut f);
+    frames(&mut d, 1, "EVAL \"redis.call('set','s2',1) redis.call('set','s1',1)\" 0", 1, &mut f);
+    frames(&mut d, 0, "PING", 2, &mut f);
+    // Two commands in one write: one batch.
+    d.on(1);
+    if let Err(e) = d.check_raw(b"SET p 1\r\nSET q 1\r\n", 2, Cmp::Exact) {
+        f.push(format!("pipeline: {e}"));
+    }
+    frames(&mut d, 0, "PING", 2, &mut f);
+    // Its own write: the reply, then the message.
+    frames(&mut d, 0, "SET own 1", 2, &mut f);
+    // Lazy expiry broadcasts the key.
+    frames(&mut d, 1, "SET e v PX 30", 1, &mut f);
+    frames(&mut d, 0, "PING", 2, &mut f);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    frames(&mut d, 1, "GET e", 1, &mut f);
+    frames(&mut d, 0, "PING", 2, &mut f);
+
+    // NOLOOP: the client's own changes are left out, other clients' are not.
+    let _ = d.on(2).hello(3).unwrap_or_else(|e| panic!("{e}"));
+    frames(&mut d, 2, "CLIENT TRACKING on BCAST NOLOOP PREFIX n", 1, &mut f);
+    frames(&mut d, 2, "MSET n1 1 n2 2 other 3", 1, &mut f);
+    frames(&mut d, 2, "PING", 1, &mut f);
+    frames(&mut d, 1, "MSET n1 x n3 y", 1, &mut f);
+    frames(&mut d, 2, "PING", 2, &mut f);
+    // Connection 0 (BCAST of everything) heard every one of them.
+    frames(&mut d, 0, "PING", 3, &mut f);
+    assert!(f.is_empty(), "{} differences:\n{}", f.len(), f.join("\n"));
+}

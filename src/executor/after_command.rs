@@ -8,6 +8,7 @@ use super::Executor;
 use crate::commands::{self, CommandSpec, Flag, Signals, Trait};
 use crate::config::P;
 use crate::protocol::{encode_reply, ProtocolVersion, Reply};
+use crate::state::ClientId;
 use crate::state::{Client, SlowLogEntry};
 
 impl Executor {
@@ -209,32 +210,47 @@ impl Executor {
                 self.send_invalidation(current.as_deref_mut(), by_current, id, Some(std::slice::from_ref(key)));
             }
         }
+        if !self.server.tracking.bcast.is_empty() {
+            let by = current.as_deref().filter(|_| by_current).map(|c| c.id);
+            for key in keys {
+                self.server.tracking.bcast_pending.insert(key.clone(), by);
+            }
+        }
+    }
+
+    /// Sends BCAST clients the keys changed since the last call: per client, one message
+    /// per prefix (prefixes and keys in order, Redis's radix trees), without the keys the
+    /// client itself changed last when it asked for NOLOOP. Runs before a batch's replies
+    /// leave, as Redis's broadcast runs before it sleeps.
+    pub(super) fn broadcast_invalidations(&mut self) {
+        if self.server.tracking.bcast_pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.server.tracking.bcast_pending);
         for id in self.server.tracking.bcast.clone() {
-            // One message per prefix, prefixes and keys in order (Redis's radix trees).
             let groups: Vec<Vec<Bytes>> = {
-                let mode = match current.as_deref() {
-                    Some(c) if c.id == id => c.tracking.as_ref(),
-                    _ => self.server.clients.get(&id).and_then(|c| c.tracking.as_ref()),
-                };
-                let Some(m) = mode.filter(|m| m.bcast) else { continue };
+                let Some(m) = self.server.clients.get(&id).and_then(|c| c.tracking.as_ref()).filter(|m| m.bcast) else { continue };
                 let mut prefixes = m.prefixes.clone();
                 if prefixes.is_empty() {
                     prefixes.push(Bytes::new());
                 }
                 prefixes.sort();
+                let own = |who: &Option<ClientId>| m.noloop && *who == Some(id);
                 prefixes
                     .iter()
                     .map(|p| {
-                        let mut ks: Vec<Bytes> = keys.iter().filter(|k| k.starts_with(p)).cloned().collect();
-                        ks.sort();
-                        ks.dedup();
-                        ks
+                        pending
+                            .range(p.clone()..)
+                            .take_while(|(k, _)| k.starts_with(p))
+                            .filter(|(_, who)| !own(who))
+                            .map(|(k, _)| k.clone())
+                            .collect()
                     })
-                    .filter(|ks| !ks.is_empty())
+                    .filter(|ks: &Vec<Bytes>| !ks.is_empty())
                     .collect()
             };
             for group in groups {
-                self.send_invalidation(current.as_deref_mut(), by_current, id, Some(&group));
+                self.send_invalidation(None, false, id, Some(&group));
             }
         }
     }

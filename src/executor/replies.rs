@@ -175,6 +175,7 @@ impl Executor {
     fn release(&mut self, may_hold_pushes: bool) {
         // Sending takes time: the next command reads the clock afresh.
         self.clock_mark = None;
+        self.broadcast_invalidations();
         // The batch's records reach the log (and the disk, per appendfsync) before any of
         // its replies leave; if the write fails, the replies that depend on it wait.
         // Clients that waited for the log owe a reply (one sent early, before they blocked,
