@@ -18,6 +18,7 @@
 
 pub mod acl;
 pub mod aof;
+pub mod bgwrite;
 pub mod clock;
 pub mod commands;
 pub mod config;

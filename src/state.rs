@@ -116,6 +116,8 @@ pub struct Client {
     /// REPLCONF rdb-only 1: the peer wants an RDB file alone
     /// (redis-cli --rdb, --functions-rdb), which this server does not produce.
     pub rdb_only: bool,
+    /// `REPLCONF rdb-filter-only functions`: an RDB-only transfer holds the functions alone.
+    pub rdb_functions_only: bool,
     /// Set once the connection asked for the replication stream (PSYNC/SYNC).
     pub replica: Option<crate::replication::Peer>,
     /// WAIT: the offset replicas must acknowledge and how many (while parked in it).
@@ -305,6 +307,7 @@ impl Client {
             monitor: false,
             replconf_port: 0,
             rdb_only: false,
+            rdb_functions_only: false,
             replica: None,
             wait_target: None,
             serving: None,
@@ -435,6 +438,8 @@ pub struct ServerState {
     /// Changes since the last save (Redis's `server.dirty`).
     pub dirty: u64,
     pub lastsave: i64,
+    /// The RDB file's figures for INFO persistence.
+    pub rdb: RdbInfo,
     /// The highest `used_memory` seen (at each cron tick and each INFO/MEMORY STATS).
     pub memory_peak: u64,
     pub started: Instant,
@@ -470,6 +475,8 @@ pub struct ServerState {
     pub latency: crate::latency::LatencyMonitor,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the cron expires keys.
     pub active_expire_enabled: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
+    pub allow_noscript_in_scripts: bool,
     /// The Lua engine (taken out by the executor while a script runs).
     pub scripts: Option<Box<crate::scripting::ScriptEngine>>,
     /// The running script's state, shared with the connection tasks (busy answers, kills).
@@ -534,9 +541,49 @@ pub enum PersistRequest {
     BgSave { schedule: bool },
 }
 
+/// INFO persistence's `rdb_*` fields.
+#[derive(Debug, Clone, Default)]
+pub struct RdbInfo {
+    /// When the background save under way began (unix seconds).
+    pub bgsave_since: Option<i64>,
+    pub last_bgsave_failed: bool,
+    /// How long the last background save took, in seconds (-1: none yet).
+    pub last_bgsave_secs: Option<i64>,
+    pub saves: u64,
+    pub last_load_keys_loaded: u64,
+    pub last_load_keys_expired: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownRequest {
-    pub save: bool,
+    pub save: SaveOnShutdown,
+    /// FORCE: exit even if the save fails.
+    pub force: bool,
+}
+
+/// Whether shutting down writes the RDB file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveOnShutdown {
+    /// When save points are configured (Redis's default).
+    Default,
+    Save,
+    NoSave,
+}
+
+impl ShutdownRequest {
+    /// The request `shutdown-on-sigterm`/`-sigint` describes (`default`, or flags such as
+    /// `save now`, `nosave force`).
+    pub fn from_flags(flags: &str) -> ShutdownRequest {
+        let has = |w: &str| flags.split_whitespace().any(|f| f.eq_ignore_ascii_case(w));
+        let save = if has("nosave") {
+            SaveOnShutdown::NoSave
+        } else if has("save") {
+            SaveOnShutdown::Save
+        } else {
+            SaveOnShutdown::Default
+        };
+        ShutdownRequest { save, force: has("force") }
+    }
 }
 
 impl ServerState {
@@ -566,6 +613,7 @@ impl ServerState {
             slowlog_next_id: 0,
             dirty: 0,
             lastsave: now_ms / 1000,
+            rdb: RdbInfo::default(),
             memory_peak: 0,
             started: Instant::now(),
             start_time_ms: now_ms,
@@ -585,6 +633,7 @@ impl ServerState {
             latency: crate::latency::LatencyMonitor::default(),
             tracking: crate::tracking::TrackingTable::default(),
             active_expire_enabled: true,
+            allow_noscript_in_scripts: false,
             scripts: Some(Box::new(scripts)),
             script_watch,
         };

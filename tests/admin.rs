@@ -141,7 +141,7 @@ fn memory_usage_is_an_honest_estimate() {
 }
 
 #[test]
-fn save_and_bgsave_compact_the_log() {
+fn save_and_bgsave_write_the_rdb_file_beside_the_log() {
     let mut server = Server::start(&["--appendonly", "yes"]);
     let mut c = server.raw();
     for i in 0..100 {
@@ -152,24 +152,28 @@ fn save_and_bgsave_compact_the_log() {
     assert_eq!(c.call(&[b"SAVE"]), b"+OK\r\n");
     let after: i64 = String::from_utf8(c.call(&[b"LASTSAVE"])).unwrap()[1..].trim().parse().unwrap();
     assert!(after > before, "LASTSAVE {before} -> {after}");
+    assert!(server.dir.path().join("dump.rdb").exists());
+    // As in Redis, the RDB file is not the log: no rewrite happened.
     let info = String::from_utf8(c.call(&[b"INFO", b"persistence"])).unwrap();
-    assert!(info.contains("aof_rewrites:1"), "{info}");
+    assert!(info.contains("aof_rewrites:0") && info.contains("rdb_saves:1"), "{info}");
+    std::fs::remove_file(server.dir.path().join("dump.rdb")).unwrap();
     assert_eq!(c.call(&[b"BGSAVE"]), b"+Background saving started\r\n");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let info = String::from_utf8(c.call(&[b"INFO", b"persistence"])).unwrap();
-        if info.contains("aof_rewrites:2") {
+        if info.contains("rdb_saves:2") && info.contains("rdb_bgsave_in_progress:0") {
             break;
         }
         assert!(Instant::now() < deadline, "BGSAVE never finished: {info}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert!(server.dir.path().join("dump.rdb").exists());
     drop(c);
     server.restart(&["--appendonly", "yes"]);
     let mut c = server.raw();
     assert_eq!(c.call(&[b"DBSIZE"]), b":100\r\n");
     assert_eq!(c.call(&[b"CONFIG", b"SET", b"appendonly", b"no"]), b"+OK\r\n");
-    assert!(c.call(&[b"SAVE"]).starts_with(b"-ERR the append only file is off"));
+    assert_eq!(c.call(&[b"SAVE"]), b"+OK\r\n");
 }
 
 #[test]
@@ -358,4 +362,31 @@ fn keyspace_avg_ttl_is_the_mean_time_left() {
     let avg: i64 = line.rsplit("avg_ttl=").next().unwrap().trim().parse().unwrap();
     assert!((148_000..=150_000).contains(&avg), "{line}");
     assert!(line.starts_with("db0:keys=3,expires=2,"), "{line}");
+}
+
+/// DEBUG ERROR sends any error a client library wants to simulate (not counted in INFO
+/// errorstats, as in Redis); DEBUG SET-DISABLE-DENY-SCRIPTS lets scripts call `noscript`
+/// commands.
+#[test]
+fn debug_error_and_deny_scripts_match_redis() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &["--enable-debug-command", "yes"]);
+    d.assert_script(
+        "debug error",
+        &[
+            "CONFIG RESETSTAT",
+            "DEBUG ERROR \"LOADING Redis is loading the dataset in memory\"",
+            "DEBUG ERROR \"READONLY You can't write against a read only replica.\"",
+            "DEBUG ERROR \"two\\r\\nlines\"",
+            "DEBUG ERROR",
+            "MULTI",
+            "DEBUG ERROR \"EXECABORT inside\"",
+            "EXEC",
+            "INFO errorstats",
+            "EVAL \"return redis.call('debug', 'digest')\" 0",
+            "DEBUG SET-DISABLE-DENY-SCRIPTS 1",
+            "EVAL \"return redis.call('debug', 'digest')\" 0",
+            "DEBUG SET-DISABLE-DENY-SCRIPTS 0",
+            "EVAL \"return redis.call('debug', 'digest')\" 0",
+        ],
+    );
 }

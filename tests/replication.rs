@@ -143,10 +143,24 @@ fn run_load(port: u16, clients: u64, for_how_long: Duration) -> u64 {
 
 #[test]
 fn a_chained_pair_of_replicas_converges_under_mixed_load_and_receives_the_log_bytes() {
-    let primary = Server::start(&["--repl-backlog-size", "64mb"]);
+    chained_pair(&[], true);
+}
+
+/// The same without the log on the primary and on the first replica: the stream is framed
+/// in memory, full syncs get a snapshot walked for them, and the first replica, itself
+/// without a log, feeds the second.
+#[test]
+fn a_chained_pair_converges_without_the_log_on_the_primary_and_the_middle_replica() {
+    chained_pair(&["--appendonly", "no"], false);
+}
+
+fn chained_pair(no_log: &[&str], logs: bool) {
+    let mut primary_args = vec!["--repl-backlog-size", "64mb"];
+    primary_args.extend_from_slice(no_log);
+    let primary = Server::start(&primary_args);
     // Data before any replica: the full sync carries it (and the script cache).
     run_load(primary.port, 2, Duration::from_millis(300));
-    let a = Server::start(&[]);
+    let a = Server::start(no_log);
     let b = Server::start(&[]);
     replicaof(&mut a.client(), &primary);
     replicaof(&mut b.client(), &a);
@@ -158,10 +172,17 @@ fn a_chained_pair_of_replicas_converges_under_mixed_load_and_receives_the_log_by
     let mut p = primary.client();
     assert_eq!(num(&mut p, "stats", "sync_full"), 1, "one full sync (the chained replica syncs from the first)");
     assert_eq!(num(&mut a.client(), "stats", "sync_full"), 1);
-    // The stream is the log: the replicas' logs hold the primary's bytes.
-    let common = assert_same_bytes(&primary, &a);
-    assert!(common > 10_000, "only {common} bytes in common");
-    assert_same_bytes(&a, &b);
+    if logs {
+        // The stream is the log: the replicas' logs hold the primary's bytes.
+        let common = assert_same_bytes(&primary, &a);
+        assert!(common > 10_000, "only {common} bytes in common");
+        assert_same_bytes(&a, &b);
+    } else {
+        assert!(!primary.dir.path().join("appendonlydir").exists(), "the primary wrote a log");
+        // The last replica has a log: it holds the stream the middle one passed on.
+        let (_, bytes) = incr_log(&b);
+        assert!(bytes.len() > 10_000, "only {} bytes in the chained replica's log", bytes.len());
+    }
     // ROLE on both sides.
     let role: redis::Value = redis::cmd("ROLE").query(&mut p).expect("ROLE");
     let text = format!("{role:?}");
@@ -177,6 +198,63 @@ fn a_chained_pair_of_replicas_converges_under_mixed_load_and_receives_the_log_by
     assert!(pinfo.contains("slave0:ip=127.0.0.1") && pinfo.contains("state=online"), "{pinfo}");
 }
 
+/// kill -9 of a replica that had one full sync, and its restart (from its own log if it has
+/// one): a partial resync; then the link cut by the primary: partial again. Returns the
+/// `--replicaof` argument for later restarts.
+fn kill_then_cut(primary: &Server, r: &mut Server) -> String {
+    let mut p = primary.client();
+    let partial = |p: &mut Connection| num(p, "stats", "sync_partial_ok");
+    let full = |p: &mut Connection| num(p, "stats", "sync_full");
+    r.kill9();
+    let _: () = redis::cmd("SET").arg("during").arg("down").query(&mut p).expect("SET");
+    let replicaof_arg = format!("127.0.0.1 {}", primary.port);
+    r.restart(&["--replicaof", &replicaof_arg]);
+    converge(primary, &[&*r]);
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 1), "a partial resync after kill -9");
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut p).expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    let _: () = redis::cmd("SET").arg("after").arg("cut").query(&mut p).expect("SET");
+    converge(primary, &[&*r]);
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 2), "a partial resync after CLIENT KILL TYPE replica");
+    replicaof_arg
+}
+
+/// Without the log on the primary: partial resyncs from the backlog after kill -9 and a cut
+/// link, a full one (a fresh snapshot) when the backlog no longer holds the offset, and a
+/// full sync asked for while writes flow gets them all after its snapshot.
+#[test]
+fn a_primary_without_the_log_resyncs_from_memory_or_with_a_fresh_snapshot() {
+    let primary = Server::start(&["--appendonly", "no", "--repl-backlog-size", "16kb"]);
+    let mut r = Server::start(&[]);
+    run_load(primary.port, 2, Duration::from_millis(300));
+    // The full sync is asked for under load: what is written during the walk follows it.
+    let port = primary.port;
+    let loader = std::thread::spawn(move || run_load(port, 2, Duration::from_millis(1500)));
+    std::thread::sleep(Duration::from_millis(200));
+    replicaof(&mut r.client(), &primary);
+    assert!(loader.join().expect("load") > 100);
+    converge(&primary, &[&r]);
+    let mut p = primary.client();
+    let partial = |p: &mut Connection| num(p, "stats", "sync_partial_ok");
+    let full = |p: &mut Connection| num(p, "stats", "sync_full");
+    assert_eq!((full(&mut p), partial(&mut p)), (1, 0));
+
+    let replicaof_arg = kill_then_cut(&primary, &mut r);
+
+    // More than the backlog while it is down, and no file to read it from: a full sync.
+    r.kill9();
+    run_load(primary.port, 2, Duration::from_millis(700));
+    r.restart(&["--replicaof", &replicaof_arg]);
+    converge(&primary, &[&r]);
+    assert_eq!(full(&mut p), 2, "a full sync when the backlog does not hold the offset");
+
+    // WAIT counts the replica's acknowledgements of the in-memory stream.
+    let _: () = redis::cmd("INCR").arg("waited").query(&mut p).expect("INCR");
+    let n: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).expect("WAIT");
+    assert_eq!(n, 1);
+    assert!(!primary.dir.path().join("appendonlydir").exists(), "the primary wrote a log");
+}
+
 #[test]
 fn a_replica_killed_or_cut_off_resyncs_partially_from_memory_or_disk_else_fully() {
     let mut primary = Server::start(&["--repl-backlog-size", "16kb"]);
@@ -189,20 +267,7 @@ fn a_replica_killed_or_cut_off_resyncs_partially_from_memory_or_disk_else_fully(
     let full = |p: &mut Connection| num(p, "stats", "sync_full");
     assert_eq!((full(&mut p), partial(&mut p)), (1, 0));
 
-    // kill -9 and a restart from its own log: it continues where its log ends.
-    r.kill9();
-    let _: () = redis::cmd("SET").arg("during").arg("down").query(&mut p).expect("SET");
-    let replicaof_arg = format!("127.0.0.1 {}", primary.port);
-    r.restart(&["--replicaof", &replicaof_arg]);
-    converge(&primary, &[&r]);
-    assert_eq!((full(&mut p), partial(&mut p)), (1, 1), "a partial resync after kill -9");
-
-    // The link cut by the primary: partial again.
-    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut p).expect("CLIENT KILL");
-    assert_eq!(killed, 1);
-    let _: () = redis::cmd("SET").arg("after").arg("cut").query(&mut p).expect("SET");
-    converge(&primary, &[&r]);
-    assert_eq!((full(&mut p), partial(&mut p)), (1, 2), "a partial resync after CLIENT KILL TYPE replica");
+    let replicaof_arg = kill_then_cut(&primary, &mut r);
 
     // More than the backlog while it is down: the primary's log file still holds it.
     r.kill9();
@@ -662,13 +727,16 @@ fn reloads_log_switches_restarts_and_cached_scripts_never_leave_a_replica_behind
     let _: () = redis::cmd("INCR").arg("n").query(&mut p).expect("INCR");
     converge(&primary, &[&r]);
 
-    // The log off, a write, the log on again: the replica cannot continue across the gap.
+    // The log off, a write, the log on again: the stream goes on in memory between, so the
+    // replica follows without a new sync.
     let full = num(&mut p, "stats", "sync_full");
     let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("no").query(&mut p).expect("CONFIG SET");
     let _: () = redis::cmd("SET").arg("unlogged").arg("1").query(&mut p).expect("SET");
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("yes").query(&mut p).expect("CONFIG SET");
     converge(&primary, &[&r]);
-    assert_eq!(num(&mut p, "stats", "sync_full"), full + 1, "a full sync after the gap");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("yes").query(&mut p).expect("CONFIG SET");
+    let _: () = redis::cmd("SET").arg("logged").arg("again").query(&mut p).expect("SET");
+    converge(&primary, &[&r]);
+    assert_eq!(num(&mut p, "stats", "sync_full"), full, "no full sync across the switches");
     let v: Option<String> = redis::cmd("GET").arg("unlogged").query(&mut r.client()).expect("GET");
     assert_eq!(v.as_deref(), Some("1"));
 

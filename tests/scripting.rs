@@ -547,3 +547,21 @@ fn shebangs_read_only_oom_and_resp3_conversions_match_redis() {
     let _ = d.hello(3).expect("HELLO 3");
     d.assert_script("resp3", common);
 }
+
+/// `unpack` of up to 7,999 values into redis.call fits Lua's 8,000 C stack slots with the
+/// reply, as in Redis (which checks one slot for a scalar reply, two for an array); past
+/// that, unpack itself refuses.
+#[test]
+fn unpack_of_7999_arguments_into_redis_call_works_as_in_redis() {
+    let mut d = DiffPair::start();
+    let make = |n: usize, call: &str| format!("EVAL \"local t = {{}} for i = 1, {n} do t[i] = 'k' .. i end return {call}, unpack(t))\" 0");
+    let cmds = [
+        make(7999, "redis.call('del'"),
+        make(7998, "redis.call('mget'"),
+        make(7999, "redis.pcall('mget'"),
+        make(8000, "redis.call('del'"),
+        "PING".to_string(),
+    ];
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    d.assert_script("unpack into redis.call", &cmds);
+}

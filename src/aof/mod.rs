@@ -11,11 +11,10 @@ pub mod format;
 pub mod manifest;
 pub mod rewrite;
 pub mod snapshot;
+pub mod stream;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-
-use bytes::Bytes;
 
 pub use file::{Fsync, LogFile};
 use manifest::{FileEntry, Manifest};
@@ -169,13 +168,9 @@ pub struct AofInfo {
 pub struct Aof {
     pub dir: AofDir,
     pub log: LogFile,
-    /// Records of the current batch, not yet written.
-    pub buf: Vec<u8>,
-    /// The database the log's reader is in (None: the next record needs a SELECT).
-    pub selected_db: Option<usize>,
-    /// SHA1s whose body this log epoch holds (base script table, SCRIPT LOAD and EVAL
-    /// records): an EVALSHA of one of them is logged as is, any other as EVAL.
-    pub epoch_scripts: HashSet<String>,
+    /// The records of the current batch and their framing (a replica's log copies its
+    /// primary's stream: `rec.verbatim`).
+    pub rec: stream::Stream,
     /// The last write or fsync error; writes are refused while it stands.
     pub write_error: Option<String>,
     pub stats: AofStats,
@@ -184,14 +179,6 @@ pub struct Aof {
     pub policy: Fsync,
     /// The rewrite in progress.
     pub rewrite: Option<rewrite::Rewrite>,
-    /// The log is a replica's copy of its primary's stream: whole segments arrive with their
-    /// checkpoints ([`Aof::append_stream`]) and [`Aof::flush`] adds none of its own, so the
-    /// bytes (and offsets) stay the primary's.
-    pub verbatim: bool,
-    /// Keep a copy of every segment written, in `teed` (replicas are attached: the segments
-    /// are the replication stream).
-    pub tee: bool,
-    pub teed: Vec<Bytes>,
     on_synced: Option<Waker>,
 }
 
@@ -208,17 +195,12 @@ impl Aof {
         Ok(Aof {
             dir,
             log,
-            buf: Vec::new(),
-            selected_db: None,
-            epoch_scripts: HashSet::new(),
+            rec: stream::Stream::default(),
             write_error: None,
             stats: AofStats { base_size, incr_at_base: incr_size, last_rewrite_ok: true, ..AofStats::default() },
             incr_origin,
             policy,
             rewrite: None,
-            verbatim: false,
-            tee: false,
-            teed: Vec::new(),
             on_synced,
         })
     }
@@ -226,7 +208,7 @@ impl Aof {
     /// The log offset at the end of the records buffered so far: a reply to a command whose
     /// records end there may leave once [`Aof::durable_offset`] reaches it.
     pub fn buffered_end(&self) -> u64 {
-        self.offset() + self.buf.len() as u64
+        self.offset() + self.rec.buf.len() as u64
     }
 
     /// How far the log is where the fsync policy wants it before replies leave: on disk
@@ -238,24 +220,6 @@ impl Aof {
         }
     }
 
-    /// Appends one record in database `db` (a SELECT first if the log is elsewhere), with
-    /// the frozen time of a script record right before it.
-    pub fn command<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A], time_ms: Option<i64>) {
-        if self.selected_db != Some(db) {
-            format::encode_command(&mut self.buf, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
-            self.selected_db = Some(db);
-        }
-        if let Some(ms) = time_ms {
-            format::encode_time(&mut self.buf, ms);
-        }
-        format::encode_command(&mut self.buf, argv);
-    }
-
-    /// Appends whole segments of a primary's stream (records and checkpoints), as received.
-    pub fn append_stream(&mut self, segments: &[u8]) {
-        self.buf.extend_from_slice(segments);
-    }
-
     /// The log offset after everything written (the replication offset).
     pub fn offset(&self) -> u64 {
         self.incr_origin + self.log.size
@@ -264,29 +228,23 @@ impl Aof {
     /// Writes the batch's records (closed by a checkpoint) and syncs per the policy. On
     /// failure the records stay buffered for the next attempt.
     pub fn flush(&mut self) -> Result<(), String> {
-        if self.buf.is_empty() {
+        if self.rec.buf.is_empty() {
             return match self.write_error.is_some() {
                 true => self.retry_sync(),
                 false => Ok(()),
             };
         }
-        let records_end = self.buf.len();
-        if !self.verbatim {
-            format::encode_checkpoint(&mut self.buf, 0);
-        }
-        match self.log.append(&self.buf) {
+        let records_end = self.rec.seal();
+        match self.log.append(&self.rec.buf) {
             Ok(()) => {
-                if self.tee {
-                    self.teed.push(Bytes::copy_from_slice(&self.buf));
-                }
-                self.buf.clear();
+                self.rec.written();
                 if self.write_error.take().is_some() {
                     crate::log::warning("AOF write error looks solved, Vermilion can write again.");
                 }
                 Ok(())
             }
             Err(e) => {
-                self.buf.truncate(records_end);
+                self.rec.buf.truncate(records_end);
                 let text = e.to_string();
                 if self.write_error.is_none() {
                     crate::log::warning(&format!("Error writing to the AOF file: {text}"));
@@ -331,11 +289,9 @@ impl Aof {
         let waker = self.on_synced.clone().map(|w| Box::new(move || w()) as Box<dyn Fn() + Send + Sync>);
         self.log = LogFile::open(&self.dir.file(&incr.name), self.policy, waker)?;
         self.incr_origin = origin;
-        self.selected_db = None;
-        // A mark no entry carries yet (the databases remember the last one used).
-        let epoch = ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0).wrapping_add(1).max(1);
+        self.rec.selected_db = None;
         let temp = self.dir.file(&format!("temp-{}", base.name));
-        self.rewrite = Some(rewrite::Rewrite::start(ks, scripting, (origin, stream_db), epoch, temp, base, incr)?);
+        self.rewrite = Some(rewrite::Rewrite::start(ks, scripting, (origin, stream_db), temp, base, incr)?);
         Ok(())
     }
 
@@ -388,7 +344,7 @@ impl Aof {
             last_rewrite_ok: self.stats.last_rewrite_ok,
             write_ok: self.write_error.is_none(),
             pending_fsync: self.log.fsync_in_progress(),
-            buffer_length: self.buf.len(),
+            buffer_length: self.rec.buf.len(),
         }
     }
 

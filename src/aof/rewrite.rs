@@ -2,187 +2,143 @@
 //! at a time between the executor's batches, while the executor keeps serving.
 //!
 //! The snapshot is the dataset at the moment the rewrite began (log offset `origin`); the
-//! new incremental file, opened at that moment, holds everything after it. Consistency
-//! comes from one rule: a key is serialized before anything changes it. Entries carry a
-//! mark ([`crate::db::Entry::snap`]): the rewrite's epoch once serialized, and new entries
-//! get the epoch at birth (they are not part of the snapshot). The walk visits each
-//! database's dense positions downwards, so a removal (the last entry moves into the hole)
-//! never moves an unvisited entry out of the walk's way. Deletions need no capture: their
-//! DELs are in the new incremental file. The executor captures the keys a write command is
-//! about to touch ([`Rewrite::capture`]), or completes the walk at once for the rare
-//! commands whose keys are not known beforehand ([`Rewrite::complete_walk`]).
-//!
-//! Serialized bytes go to a writer thread in chunks: it writes the temp file, keeps the CRC,
-//! appends it and fsyncs.
+//! new incremental file, opened at that moment, holds everything after it. The keys are
+//! visited by a [`Walk`] (each key serialized before anything changes it; deletions need no
+//! capture: their DELs are in the new incremental file), and the bytes go to a
+//! [`BgWriter`], which writes the temp file, appends the CRC and fsyncs.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use super::manifest::FileEntry;
 use super::snapshot;
+use crate::bgwrite::{BgWriter, Checksum, Chunks};
+use crate::db::walk::Walk;
 use crate::db::Keyspace;
 
-/// Bytes buffered before a chunk goes to the writer thread.
-const CHUNK: usize = 1 << 20;
-
-enum Chunk {
-    Data(Vec<u8>),
-    Finish,
-}
-
-pub struct Rewrite {
-    epoch: u32,
-    /// Database being walked, and how many of its positions are still to visit.
-    db: usize,
-    cursor: usize,
-    walked: bool,
-    buf: Vec<u8>,
-    tx: Sender<Chunk>,
-    done: Receiver<Result<u64, String>>,
+/// A base snapshot serialized by a walk into a file: a log rewrite's new base, or the
+/// snapshot a replica's full sync gets from a server without the log.
+pub struct SnapshotJob {
+    walk: Walk,
+    out: Out,
     pub started: Instant,
     /// Log offset the snapshot stands for (the new incremental file's origin).
     pub origin: u64,
+    pub temp_path: PathBuf,
+}
+
+/// A log rewrite: the snapshot job of its new base, and the files it installs.
+pub struct Rewrite {
+    pub job: SnapshotJob,
     pub base: FileEntry,
     pub incr: FileEntry,
-    pub temp_path: PathBuf,
-    pub keys: u64,
+}
+
+impl std::ops::Deref for Rewrite {
+    type Target = SnapshotJob;
+    fn deref(&self) -> &SnapshotJob {
+        &self.job
+    }
+}
+
+impl std::ops::DerefMut for Rewrite {
+    fn deref_mut(&mut self) -> &mut SnapshotJob {
+        &mut self.job
+    }
+}
+
+/// The serialized bytes on their way to the writer.
+struct Out {
+    chunks: Chunks,
+    keys: u64,
+}
+
+impl Out {
+    fn entry(&mut self, db: usize, key: &[u8], entry: &crate::db::Entry) {
+        snapshot::encode_entry(&mut self.chunks.buf, db, key, entry);
+        self.keys += 1;
+        self.chunks.ship();
+    }
+
+    fn finish(&mut self) {
+        self.chunks.finish(snapshot::encode_end);
+    }
 }
 
 impl Rewrite {
     /// Starts a rewrite of `ks` with `scripting` as of log offset `origin` (the log then
-    /// in database `stream_db`), into
-    /// `temp_path`. Marks every database with `epoch` (new entries then belong to it).
+    /// in database `stream_db`), into `temp_path`.
     pub fn start(
         ks: &mut Keyspace,
         scripting: &snapshot::Scripting,
         (origin, stream_db): (u64, u32),
-        epoch: u32,
         temp_path: PathBuf,
         base: FileEntry,
         incr: FileEntry,
     ) -> std::io::Result<Rewrite> {
-        let file = std::fs::File::create(&temp_path)?;
-        let (tx, rx) = channel::<Chunk>();
-        let (done_tx, done) = channel();
-        std::thread::Builder::new().name("aof-rewrite".into()).spawn(move || {
-            let _ = done_tx.send(write_chunks(file, rx));
-        })?;
-        for db in ks.dbs.iter_mut() {
-            db.snap_epoch = epoch;
-        }
-        Ok(Rewrite {
-            epoch,
-            db: 0,
-            cursor: ks.dbs.first().map_or(0, |d| d.len()),
-            walked: false,
-            buf: snapshot::encode_start(scripting, origin, stream_db),
-            tx,
-            done,
+        Ok(Rewrite { job: SnapshotJob::start(ks, scripting, (origin, stream_db), temp_path)?, base, incr })
+    }
+}
+
+impl SnapshotJob {
+    /// Starts serializing `ks` with `scripting` as the snapshot of stream offset `origin`
+    /// (the stream then in database `stream_db`) into `temp_path`.
+    pub fn start(
+        ks: &mut Keyspace,
+        scripting: &snapshot::Scripting,
+        (origin, stream_db): (u64, u32),
+        temp_path: PathBuf,
+    ) -> std::io::Result<SnapshotJob> {
+        let writer = BgWriter::spawn("snapshot-writer", &temp_path, Checksum::Xz)?;
+        let buf = snapshot::encode_start(scripting, origin, stream_db);
+        Ok(SnapshotJob {
+            walk: Walk::start(ks),
+            out: Out { chunks: Chunks::new(writer, buf), keys: 0 },
             started: Instant::now(),
             origin,
-            base,
-            incr,
             temp_path,
-            keys: 0,
         })
-    }
-
-    fn ship(&mut self, force: bool) {
-        if self.buf.len() >= CHUNK || (force && !self.buf.is_empty()) {
-            let _ = self.tx.send(Chunk::Data(std::mem::take(&mut self.buf)));
-        }
     }
 
     /// Serializes `key` of `db` now if the snapshot still needs it (it is about to change).
     pub fn capture(&mut self, ks: &mut Keyspace, db: usize, key: &[u8]) {
-        if self.walked || db >= ks.dbs.len() {
-            return;
-        }
-        let Some(pos) = ks.dbs[db].position(key) else { return };
-        self.visit(ks, db, pos);
-    }
-
-    fn visit(&mut self, ks: &mut Keyspace, db: usize, pos: usize) {
-        let Some((key, entry)) = ks.dbs[db].slot_at_mut(pos) else { return };
-        if entry.snap == self.epoch {
-            return;
-        }
-        entry.snap = self.epoch;
-        snapshot::encode_entry(&mut self.buf, db, key, entry);
-        self.keys += 1;
-        self.ship(false);
+        let out = &mut self.out;
+        self.walk.capture(ks, db, key, |db, k, e| out.entry(db, k, e));
     }
 
     /// Walks on for about `budget`; true once every key is serialized.
     pub fn step(&mut self, ks: &mut Keyspace, budget: Duration) -> bool {
-        let start = Instant::now();
-        let mut n = 0u32;
-        while !self.walked {
-            let len = ks.dbs[self.db].len();
-            self.cursor = self.cursor.min(len);
-            if self.cursor == 0 {
-                self.db += 1;
-                if self.db == ks.dbs.len() {
-                    self.walked = true;
-                    snapshot::encode_end(&mut self.buf);
-                    self.ship(true);
-                    let _ = self.tx.send(Chunk::Finish);
-                    break;
-                }
-                self.cursor = ks.dbs[self.db].len();
-                continue;
-            }
-            self.cursor -= 1;
-            self.visit(ks, self.db, self.cursor);
-            n += 1;
-            if n.is_multiple_of(64) && start.elapsed() >= budget {
-                break;
-            }
+        let out = &mut self.out;
+        if self.walk.step(ks, budget, |db, k, e| out.entry(db, k, e)) {
+            out.finish();
         }
-        self.walked
+        self.walk.walked()
     }
 
     /// Serializes everything left at once (before a command whose keys are not known in
     /// advance, or when the caller needs the rewrite done).
     pub fn complete_walk(&mut self, ks: &mut Keyspace) {
-        while !self.step(ks, Duration::from_secs(3600)) {}
+        let out = &mut self.out;
+        self.walk.complete(ks, |db, k, e| out.entry(db, k, e));
+        out.finish();
     }
 
     pub fn walked(&self) -> bool {
-        self.walked
+        self.walk.walked()
+    }
+
+    /// Keys serialized so far.
+    pub fn keys(&self) -> u64 {
+        self.out.keys
     }
 
     /// The writer's result once it has finished (file size), or None while it works.
     pub fn poll(&self) -> Option<Result<u64, String>> {
-        self.done.try_recv().ok()
+        self.out.chunks.writer.poll()
     }
 
     /// Waits for the writer to finish.
     pub fn wait(&self) -> Result<u64, String> {
-        self.done.recv().unwrap_or_else(|_| Err("the rewrite writer stopped".into()))
+        self.out.chunks.writer.wait()
     }
-}
-
-fn write_chunks(file: std::fs::File, rx: Receiver<Chunk>) -> Result<u64, String> {
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let mut crc = crc64fast::Digest::new();
-    let mut size = 0u64;
-    for chunk in rx {
-        match chunk {
-            Chunk::Data(bytes) => {
-                crc.write(&bytes);
-                size += bytes.len() as u64;
-                w.write_all(&bytes).map_err(|e| e.to_string())?;
-            }
-            Chunk::Finish => {
-                w.write_all(&crc.sum64().to_le_bytes()).map_err(|e| e.to_string())?;
-                let file = w.into_inner().map_err(|e| e.to_string())?;
-                file.sync_all().map_err(|e| e.to_string())?;
-                return Ok(size + 8);
-            }
-        }
-    }
-    Err("the rewrite was abandoned".into())
 }

@@ -31,6 +31,18 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             ctx.server.active_expire_enabled = crate::util::parse_i64(&args[2]).unwrap_or(1) != 0;
             Ok(Reply::OK)
         }
+        ("set-disable-deny-scripts", 3) => {
+            // atoi, as Redis reads it.
+            ctx.server.allow_noscript_in_scripts = crate::util::parse_i64(&args[2]).unwrap_or(0) != 0;
+            Ok(Reply::OK)
+        }
+        ("error", 3) => {
+            // Any error a client library wants to see (LOADING, READONLY...): the text with
+            // newlines as spaces, sent as is; INFO does not count it, as Redis's
+            // addReplySds does not.
+            let text: String = String::from_utf8_lossy(&args[2]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+            Ok(Reply::uncounted_error(text))
+        }
         ("digest", 2) => Ok(Reply::Status(crate::db::digest::dataset_digest(ctx.ks).into())),
         ("digest-value", _) => {
             let db = ctx.db();
@@ -84,6 +96,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
             "LOADAOF",
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
@@ -102,6 +117,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Enable or disable the deny-script flag of commands (scripts may then call",
+            "    commands flagged noscript).",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "HELP",

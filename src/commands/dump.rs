@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::effects::arg;
 use super::{arg_i64, CmdError, Ctx};
 use crate::db::rdb::{self, RdbError};
-use crate::db::{lru_clock, Entry, Value, LFU_INIT_VAL};
+use crate::db::Entry;
 use crate::notify;
 use crate::protocol::Reply;
 use crate::util::eq_ignore_case;
@@ -17,7 +17,7 @@ use crate::util::eq_ignore_case;
 pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let Some(entry) = ctx.ks.get(db, &args[1], now) else { return Ok(Reply::Nil) };
-    Ok(Reply::Bulk(Bytes::from(payload_of(&entry.value))))
+    Ok(Reply::Bulk(Bytes::from(rdb::dump_payload(&entry.value))))
 }
 
 /// ```text
@@ -85,13 +85,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         return Ok(Reply::OK);
     }
     let mut entry = Entry::new(value, expire_at, now);
-    if ctx.server.settings.lfu_policy {
-        if let Some(f) = freq {
-            entry.lru = ((((f as u8) ^ LFU_INIT_VAL) as u32) << 24) | lru_clock(now);
-        }
-    } else if let Some(secs) = idle {
-        entry.lru = (entry.lru & !crate::db::LRU_CLOCK_MAX) | lru_clock(now.saturating_sub(secs.saturating_mul(1000)));
-    }
+    entry.apply_access_hint(ctx.server.settings.lfu_policy, idle, freq.map(|f| f as u8), now);
     ctx.add_entry_in(db, key, entry);
     if !existed {
         ctx.dirty(1);
@@ -103,18 +97,6 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     ctx.notify(notify::NEW, "new", key);
     ctx.notify(notify::GENERIC, "restore", key);
     Ok(Reply::OK)
-}
-
-/// The DUMP payload of an entry's value.
-fn payload_of(value: &Value) -> Vec<u8> {
-    match value {
-        Value::Str(s) => rdb::encode_str(s.bytes()),
-        Value::List(l) => rdb::encode_elements(false, l.len(), l.iter()),
-        Value::Set(s) => rdb::encode_elements(true, s.len(), s.iter()),
-        Value::Hash(h) => rdb::encode_hash(h.len(), h.iter()),
-        Value::ZSet(z) => rdb::encode_zset(z.len(), z.iter()),
-        Value::Stream(s) => rdb::encode_stream(&s.to_rdb()),
-    }
 }
 
 /// ```text
@@ -161,7 +143,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     for key in keys {
         if let Some(e) = ctx.ks.get(db, &key, now) {
             let ttl = e.expire_at().map_or(0, |at| (at - now).max(1));
-            moving.push((key, ttl, payload_of(&e.value)));
+            moving.push((key, ttl, rdb::dump_payload(&e.value)));
         }
     }
     if moving.is_empty() {

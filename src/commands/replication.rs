@@ -71,13 +71,25 @@ pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```text
 /// PSYNC replicationid offset
 /// ```
-/// Why a transfer of an RDB file alone is refused: the full sync sends Vermilion's own
-/// snapshot, which redis-cli would save as if it were an RDB file.
-const NO_RDB: &str = "ERR Vermilion has no RDB format: an RDB-only transfer (redis-cli --rdb or --functions-rdb) is not available. Back up the appendonly directory after BGREWRITEAOF instead";
+/// An RDB-only transfer (`REPLCONF rdb-only 1`, redis-cli --rdb and --functions-rdb): the
+/// file, encoded now from memory, as one bulk reply, then the connection closes, as Redis
+/// ends such a transfer. No replication state is created.
+fn rdb_transfer(ctx: &mut Ctx<'_>) -> Result<Reply, CmdError> {
+    use crate::db::rdb_file;
+    let now = crate::clock::now_ms();
+    let aux = rdb_file::aux_fields(now, ctx.ks.used_memory());
+    let libraries: Vec<Bytes> =
+        ctx.server.scripts.as_ref().map(|e| e.functions.libraries().map(|l| l.code.clone()).collect()).unwrap_or_default();
+    let hints = rdb_file::HintPolicy::new(ctx.server.config.get(crate::config::P::MaxmemoryPolicy), now, ctx.ks.lfu.decay_time);
+    let data = rdb_file::encode_all(ctx.ks, &aux, libraries.iter().map(|l| &l[..]), &hints, !ctx.client.rdb_functions_only);
+    crate::log::notice(&format!("Sent an RDB-only transfer of {} bytes to {}", data.len(), ctx.client.addr));
+    ctx.client.close_after_reply = true;
+    Ok(Reply::Bulk(Bytes::from(data)))
+}
 
 pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
-        return Err(CmdError::other(NO_RDB));
+        return rdb_transfer(ctx);
     }
     let failover = args.len() > 3 && eq_ignore_case(&args[3], "failover");
     let offset = arg_i64(&args[2])?;
@@ -91,7 +103,7 @@ pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// ```
 pub fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.client.rdb_only {
-        return Err(CmdError::other(NO_RDB));
+        return rdb_transfer(ctx);
     }
     ctx.then(Next::Replication(Box::new(ReplRequest::Psync { replid: "?".into(), offset: -1, legacy: true, failover: false })));
     Ok(Reply::NoReply)
@@ -133,6 +145,7 @@ pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             if let Some(bad) = filters.iter().find(|f| !eq_ignore_case(f, "functions")) {
                 return Err(CmdError::Other(format!("ERR Unsupported rdb-filter-only option: {}", String::from_utf8_lossy(bad)).into()));
             }
+            ctx.client.rdb_functions_only = !filters.is_empty();
             // An empty filter (redis-cli --replica) wants the stream and no data: the
             // snapshot it gets is skipped. A transfer of the RDB alone asks rdb-only too.
         } else if !["ip-address", "capa"].iter().any(|o| eq_ignore_case(opt, o)) {

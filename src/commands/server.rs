@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::{help, help_reply, CmdError, Ctx};
 use crate::config::P;
 use crate::protocol::Reply;
-use crate::state::ShutdownRequest;
+use crate::state::{SaveOnShutdown, ShutdownRequest};
 use crate::util::eq_ignore_case;
 
 /// ```text
@@ -106,13 +106,15 @@ pub fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
 /// ```
 /// On success nothing is replied: the connection closes as the server exits.
 pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let (mut save, mut nosave, mut abort) = (false, false, false);
+    let (mut save, mut nosave, mut abort, mut force) = (false, false, false, false);
     for a in &args[1..] {
         if eq_ignore_case(a, "nosave") {
             nosave = true;
         } else if eq_ignore_case(a, "save") {
             save = true;
-        } else if eq_ignore_case(a, "now") || eq_ignore_case(a, "force") {
+        } else if eq_ignore_case(a, "force") {
+            force = true;
+        } else if eq_ignore_case(a, "now") {
         } else if eq_ignore_case(a, "abort") {
             abort = true;
         } else {
@@ -125,7 +127,12 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if abort {
         return Err(CmdError::other("ERR No shutdown in progress."));
     }
-    ctx.then(super::Next::Shutdown(ShutdownRequest { save: !nosave }));
+    let save = match (save, nosave) {
+        (true, _) => SaveOnShutdown::Save,
+        (_, true) => SaveOnShutdown::NoSave,
+        _ => SaveOnShutdown::Default,
+    };
+    ctx.then(super::Next::Shutdown(ShutdownRequest { save, force }));
     ctx.client.close_after_reply = true;
     Ok(Reply::NoReply)
 }

@@ -11,6 +11,7 @@ pub mod hash;
 mod key;
 pub mod list;
 pub mod rdb;
+pub mod rdb_file;
 pub mod rdb_stream;
 pub mod set;
 mod siphash;
@@ -20,6 +21,7 @@ mod stream_node;
 mod table;
 mod value;
 mod varint;
+pub mod walk;
 pub mod zset;
 
 pub use key::Key;
@@ -110,6 +112,19 @@ impl Entry {
     /// keep the volatile index right.
     pub fn set_expire_at(&mut self, expire_at: Option<i64>) {
         self.expire = pack_expire(expire_at);
+    }
+
+    /// Applies an LRU idle time (seconds) or an LFU counter that came with a value (RESTORE's
+    /// IDLETIME/FREQ, an RDB file's hints), whichever the eviction policy uses, as Redis's
+    /// `objectSetLRUOrLFU` does.
+    pub fn apply_access_hint(&mut self, lfu_policy: bool, idle_secs: Option<i64>, freq: Option<u8>, now_ms: i64) {
+        if lfu_policy {
+            if let Some(f) = freq {
+                self.lru = (((f ^ LFU_INIT_VAL) as u32) << 24) | lru_clock(now_ms);
+            }
+        } else if let Some(secs) = idle_secs {
+            self.lru = (self.lru & !LRU_CLOCK_MAX) | lru_clock(now_ms.saturating_sub(secs.saturating_mul(1000)));
+        }
     }
 
     /// The LRU clock of the last access.

@@ -225,6 +225,11 @@ impl<'a> Reader<'a> {
 
     fn object(&mut self) -> Result<Decoded, RdbError> {
         let kind = self.byte()?;
+        self.object_of(kind)
+    }
+
+    /// An object of type `kind` (its type byte already read).
+    pub(super) fn object_of(&mut self, kind: u8) -> Result<Decoded, RdbError> {
         let v = match kind {
             T_STRING => Decoded::Str(self.string()?),
             T_LIST => {
@@ -611,32 +616,76 @@ pub fn encode_str(s: &[u8]) -> Vec<u8> {
 /// A DUMP payload for a list, set (`set: true`) of elements.
 pub fn encode_elements(set: bool, len: usize, items: impl Iterator<Item = impl AsRef<[u8]>>) -> Vec<u8> {
     let mut out = vec![if set { T_SET } else { T_LIST }];
-    put_len(&mut out, len as u64);
-    for item in items {
-        put_string(&mut out, item.as_ref());
-    }
+    put_elements(&mut out, len, items);
     seal(out)
 }
 
 /// A DUMP payload for a hash.
 pub fn encode_hash<'a>(len: usize, pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
     let mut out = vec![T_HASH];
-    put_len(&mut out, len as u64);
-    for (f, v) in pairs {
-        put_string(&mut out, f);
-        put_string(&mut out, v);
-    }
+    put_hash(&mut out, len, pairs);
     seal(out)
 }
 
 /// A DUMP payload for a sorted set (binary scores).
 pub fn encode_zset(len: usize, members: impl Iterator<Item = (impl AsRef<[u8]>, f64)>) -> Vec<u8> {
     let mut out = vec![T_ZSET_2];
-    put_len(&mut out, len as u64);
+    put_zset(&mut out, len, members);
+    seal(out)
+}
+
+fn put_elements(out: &mut Vec<u8>, len: usize, items: impl Iterator<Item = impl AsRef<[u8]>>) {
+    put_len(out, len as u64);
+    for item in items {
+        put_string(out, item.as_ref());
+    }
+}
+
+fn put_hash<'a>(out: &mut Vec<u8>, len: usize, pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    put_len(out, len as u64);
+    for (f, v) in pairs {
+        put_string(out, f);
+        put_string(out, v);
+    }
+}
+
+fn put_zset(out: &mut Vec<u8>, len: usize, members: impl Iterator<Item = (impl AsRef<[u8]>, f64)>) {
+    put_len(out, len as u64);
     for (m, score) in members {
-        put_string(&mut out, m.as_ref());
+        put_string(out, m.as_ref());
         out.extend_from_slice(&score.to_le_bytes());
     }
+}
+
+/// A value as an RDB file holds it: its type byte, then `key` if given (an RDB file's
+/// entry; a DUMP payload has none), then the object in the plain encoding of its type.
+pub fn put_value(out: &mut Vec<u8>, key: Option<&[u8]>, value: &super::Value) {
+    use super::Value;
+    out.push(match value {
+        Value::Str(_) => T_STRING,
+        Value::List(_) => T_LIST,
+        Value::Set(_) => T_SET,
+        Value::Hash(_) => T_HASH,
+        Value::ZSet(_) => T_ZSET_2,
+        Value::Stream(_) => T_STREAM_LISTPACKS_2,
+    });
+    if let Some(key) = key {
+        put_string(out, key);
+    }
+    match value {
+        Value::Str(s) => put_string(out, s.bytes()),
+        Value::List(l) => put_elements(out, l.len(), l.iter()),
+        Value::Set(s) => put_elements(out, s.len(), s.iter()),
+        Value::Hash(h) => put_hash(out, h.len(), h.iter()),
+        Value::ZSet(z) => put_zset(out, z.len(), z.iter()),
+        Value::Stream(s) => super::rdb_stream::put_stream(out, &s.to_rdb()),
+    }
+}
+
+/// The DUMP payload of a value.
+pub fn dump_payload(value: &super::Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_value(&mut out, None, value);
     seal(out)
 }
 

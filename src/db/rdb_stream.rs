@@ -483,50 +483,55 @@ fn nodes(entries: &[(StreamId, Vec<(Bytes, Bytes)>)]) -> Vec<(StreamId, Vec<u8>)
 /// Groups, consumers and pending lists are written sorted, whatever order `s` has them in.
 pub fn encode_stream(s: &RdbStream) -> Vec<u8> {
     let mut out = vec![T_STREAM_LISTPACKS_2];
+    put_stream(&mut out, s);
+    seal(out)
+}
+
+/// The object of a type-19 stream (after its type byte and, in an RDB file, its key).
+pub(super) fn put_stream(out: &mut Vec<u8>, s: &RdbStream) {
     let nodes = nodes(&s.entries);
-    put_len(&mut out, nodes.len() as u64);
+    put_len(out, nodes.len() as u64);
     for (master, lp) in &nodes {
-        put_string(&mut out, &id_bytes(*master));
-        put_string(&mut out, lp);
+        put_string(out, &id_bytes(*master));
+        put_string(out, lp);
     }
-    put_len(&mut out, s.length);
+    put_len(out, s.length);
     for id in [s.last_id, s.first_id, s.max_deleted_id] {
-        put_len(&mut out, id.0);
-        put_len(&mut out, id.1);
+        put_len(out, id.0);
+        put_len(out, id.1);
     }
-    put_len(&mut out, s.entries_added);
-    put_len(&mut out, s.groups.len() as u64);
+    put_len(out, s.entries_added);
+    put_len(out, s.groups.len() as u64);
     let mut groups: Vec<&RdbGroup> = s.groups.iter().collect();
     groups.sort_by(|a, b| a.name.cmp(&b.name));
     for g in groups {
-        put_string(&mut out, &g.name);
-        put_len(&mut out, g.last_id.0);
-        put_len(&mut out, g.last_id.1);
+        put_string(out, &g.name);
+        put_len(out, g.last_id.0);
+        put_len(out, g.last_id.1);
         // -1 (unknown) is written as the length u64::MAX, as rdbSaveLen of a long long.
-        put_len(&mut out, g.entries_read as u64);
+        put_len(out, g.entries_read as u64);
         let mut pel: Vec<&(StreamId, i64, u64)> = g.pel.iter().collect();
         pel.sort_by_key(|p| p.0);
-        put_len(&mut out, pel.len() as u64);
+        put_len(out, pel.len() as u64);
         for (id, time, count) in pel {
             out.extend_from_slice(&id_bytes(*id));
             out.extend_from_slice(&time.to_le_bytes());
-            put_len(&mut out, *count);
+            put_len(out, *count);
         }
         let mut consumers: Vec<&RdbConsumer> = g.consumers.iter().collect();
         consumers.sort_by(|a, b| a.name.cmp(&b.name));
-        put_len(&mut out, consumers.len() as u64);
+        put_len(out, consumers.len() as u64);
         for c in consumers {
-            put_string(&mut out, &c.name);
+            put_string(out, &c.name);
             out.extend_from_slice(&c.seen_time.to_le_bytes());
             let mut pending = c.pending.clone();
             pending.sort_unstable();
-            put_len(&mut out, pending.len() as u64);
+            put_len(out, pending.len() as u64);
             for id in pending {
                 out.extend_from_slice(&id_bytes(id));
             }
         }
     }
-    seal(out)
 }
 
 #[cfg(test)]

@@ -103,11 +103,15 @@ impl Executor {
             // DELs of actively expired keys; a write that failed is retried; growth may
             // call for a rewrite.
             self.commit_pending();
-            if !self.log.held.is_empty() || self.log.aof.as_ref().is_some_and(|a| !a.buf.is_empty() || a.write_error.is_some()) {
+            if !self.log.held.is_empty()
+                || self.log.aof.as_ref().is_some_and(|a| !a.rec.buf.is_empty() || a.write_error.is_some())
+                || self.log.mem.as_ref().is_some_and(|m| !m.rec.buf.is_empty())
+            {
                 self.release_replies();
             }
             self.maybe_auto_rewrite();
         }
+        self.rdb_cron();
     }
 
     pub(super) fn shutdown(&mut self) {

@@ -110,6 +110,13 @@ impl Executor {
                 shared.loading_loaded_bytes.store(self.load.progress.0, Ordering::Relaxed);
                 origin = loaded.log_offset;
                 loader.db = (loaded.stream_db as usize).min(self.ks.dbs.len() - 1);
+            } else if crate::db::rdb_file::is_rdb(&data) {
+                // Redis 7's base in RDB form (`aof-use-rdb-preamble yes`): a Redis directory
+                // being migrated, whose next rewrite gives it a base of ours.
+                let (keys, _) = self.load_rdb_bytes(&data, true).map_err(|e| format!("Bad RDB base file {}: {e}", path.display()))?;
+                log::notice(&format!("Loading RDB base file {}: {keys} keys", base.name));
+                self.load.progress.0 += data.len() as u64;
+                shared.loading_loaded_bytes.store(self.load.progress.0, Ordering::Relaxed);
             } else {
                 // A base of plain commands (Redis's .base.aof form without an RDB preamble).
                 self.load_incr(&mut loader, &path, &base.name, false, false)?;

@@ -25,10 +25,10 @@ impl Executor {
 
     /// Every cached script as (sha, body); on a replica also the stream's (its log's
     /// EVALSHA records need them even after a local SCRIPT FLUSH).
-    fn script_table(&self) -> Vec<(String, Bytes)> {
+    pub(super) fn script_table(&self) -> Vec<(String, Bytes)> {
         let mut v: Vec<(String, Bytes)> =
             self.server.scripts.as_ref().map(|e| e.scripts().map(|s| (s.sha.to_string(), s.body.clone())).collect()).unwrap_or_default();
-        if self.log.aof.as_ref().is_some_and(|a| a.verbatim) {
+        if self.log.aof.as_ref().is_some_and(|a| a.rec.verbatim) {
             v.extend(self.load.stream_scripts.iter().map(|(sha, body)| (sha.clone(), body.clone())));
         }
         v.sort();
@@ -41,6 +41,15 @@ impl Executor {
     pub(super) fn snapshot_scripting(&self) -> snapshot::Scripting {
         let libraries = self.server.scripts.as_ref().map(|e| e.functions.libraries().map(|l| l.code.clone()).collect()).unwrap_or_default();
         snapshot::Scripting { scripts: self.script_table().into_iter().map(|(_, body)| body).collect(), libraries }
+    }
+
+    /// What the server loads at start: the log with `appendonly yes`, else the RDB file.
+    /// An error means the server must not start.
+    pub(super) fn load_at_start(&mut self) -> Result<(), String> {
+        if self.server.config.get(P::Appendonly) == "yes" {
+            return self.start_aof();
+        }
+        self.load_rdb_file().map(|_| ()).map_err(|e| format!("Fatal error loading the DB: {e}. Exiting."))
     }
 
     /// Opens the log at start (`appendonly yes`): loads what the directory holds, or starts
@@ -59,11 +68,16 @@ impl Executor {
             let (incr, origin) = self.load_dir(&mut dir)?;
             let mut aof = Aof::open(dir, &incr, policy, origin, self.log_waker())
                 .map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
-            aof.epoch_scripts = self.load.stream_scripts.keys().cloned().collect();
+            aof.rec.epoch_scripts = self.load.stream_scripts.keys().cloned().collect();
             let secs = started.elapsed().as_secs_f64();
             log::notice(&format!("DB loaded from append only file: {secs:.3} seconds"));
             aof
         } else {
+            // No log yet: a Redis (or our) RDB file in the directory is the data to start
+            // from, the way to migrate from a Redis that ran without its AOF.
+            if self.load_rdb_file()? {
+                log::notice("The append only file starts from the RDB file's data");
+            }
             let snap = snapshot::encode(&self.ks, &self.snapshot_scripting(), 0, 0);
             let incr =
                 dir.new_generation(&snap).map_err(|e| format!("Can't create the append-only directory {}: {e}", dir.path.display()))?;
@@ -80,10 +94,10 @@ impl Executor {
     /// its primary's stream (no records of its own, no deletions of its own); with replicas
     /// attached the segments written are kept for them.
     pub(super) fn adopt_log(&mut self, mut aof: Aof) {
-        aof.verbatim = self.server.repl.master.is_some();
-        aof.tee = self.server.repl.backlog.is_some();
+        aof.rec.verbatim = self.server.repl.master.is_some();
+        aof.rec.tee = self.server.repl.backlog.is_some();
         self.ks.deletions.clear();
-        self.ks.log_deletions = !aof.verbatim;
+        self.ks.log_deletions = !aof.rec.verbatim;
         self.server.aof_info = Some(aof.info());
         self.log.aof = Some(aof);
     }
@@ -97,8 +111,12 @@ impl Executor {
             return Err("ERR Background append only file rewriting already in progress".into());
         }
         aof.flush()?;
+        // One walk at a time: a background RDB save's is finished first.
+        self.complete_bgsave_walk();
+        let Some(aof) = self.log.aof.as_mut() else { return Err("ERR the append only file is off".into()) };
         let started = Instant::now();
-        let stream_db = if aof.verbatim { self.replica.master_client.as_ref().map_or(self.replica.master_db, |c| c.db) as u32 } else { 0 };
+        let stream_db =
+            if aof.rec.verbatim { self.replica.master_client.as_ref().map_or(self.replica.master_db, |c| c.db) as u32 } else { 0 };
         if let Err(e) = aof.begin_rewrite(&mut self.ks, &scripting, stream_db) {
             aof.stats.last_rewrite_ok = false;
             log::warning(&format!("Can't rewrite append only file in background: {e}"));
@@ -130,7 +148,7 @@ impl Executor {
     fn end_rewrite(&mut self, result: Result<u64, String>) {
         let Some(aof) = self.log.aof.as_mut() else { return };
         let Some(rw) = aof.rewrite.take() else { return };
-        let (ms, keys) = (rw.started.elapsed().as_millis() as u64, rw.keys);
+        let (ms, keys) = (rw.started.elapsed().as_millis() as u64, rw.keys());
         let temp = rw.temp_path.clone();
         let finishing = Instant::now();
         let result = result.and_then(|_| aof.finish_rewrite(rw).map_err(|e| e.to_string()));
@@ -138,11 +156,6 @@ impl Executor {
         let ok = result.is_ok();
         aof.stats.last_rewrite_ok = ok;
         aof.stats.last_rewrite_ms = Some(ms);
-        if ok {
-            // A new base is this server's snapshot (LASTSAVE, INFO rdb_last_save_time).
-            self.server.lastsave = crate::clock::now_ms() / 1000;
-            self.server.dirty = 0;
-        }
         match result {
             Ok(()) => log::notice(&format!(
                 "Background AOF rewrite finished successfully ({keys} keys, {ms} ms; the switch paused the executor {pause} us)"
@@ -172,11 +185,17 @@ impl Executor {
     /// Before a write command runs during a rewrite: the keys it may change are serialized
     /// first (or, when they are not known in advance, every remaining key).
     pub(super) fn capture_before_write(&mut self, db: usize, cmd: &CommandSpec, args: &[Bytes]) {
+        let keys: Option<Vec<Bytes>> = keys_written(cmd, args).map(|positions| positions.into_iter().map(|p| args[p].clone()).collect());
+        // A background RDB save keeps the keys a flush removes (the log's rewrite needs
+        // nothing of them: the flush is in its new incremental file).
+        let flushes = cmd.is(Trait::EmptiesDatabases);
+        self.capture_for_bgsave(db, if flushes { None } else { keys.as_deref() });
+        self.capture_for_sync(db, if flushes { None } else { keys.as_deref() });
         let Some(rw) = self.log.aof.as_mut().and_then(|a| a.rewrite.as_mut()) else { return };
-        match keys_written(cmd, args) {
-            Some(positions) => {
-                for p in positions {
-                    rw.capture(&mut self.ks, db, &args[p]);
+        match keys {
+            Some(keys) => {
+                for k in keys {
+                    rw.capture(&mut self.ks, db, &k);
                 }
             }
             None => rw.complete_walk(&mut self.ks),
@@ -190,6 +209,9 @@ impl Executor {
         let policy = Fsync::parse(self.server.config.get(P::Appendfsync));
         match (on, self.log.aof.is_some()) {
             (true, false) => {
+                // The in-memory stream ends here; the log continues it at the same offset.
+                self.flush_log();
+                self.feed_replicas();
                 let mut dir = self.aof_dir();
                 let _ = dir.read_manifest();
                 // The log continues the replication stream's offsets (0 for a server that
@@ -199,33 +221,48 @@ impl Executor {
                 let snap = snapshot::encode(&self.ks, &self.snapshot_scripting(), offset, stream_db);
                 let incr = dir.new_generation(&snap).map_err(|e| format!("ERR Can't create the append-only files: {e}"))?;
                 let mut aof = Aof::open(dir, &incr, policy, offset, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
-                aof.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
+                aof.rec.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
                 // A replica's log copies a stream; a primary's is its own.
                 let replid = self.server.repl.master.is_some().then(|| self.server.repl.replid.clone());
                 if let Err(e) = aof.dir.set_replid(replid) {
                     log::warning(&format!("Can't update the AOF manifest: {e}"));
                 }
                 self.adopt_log(aof);
+                self.log.mem = None;
             }
             (false, true) => {
                 self.close_aof();
+                self.feed_replicas();
                 // Without a log the stream's end is counted in memory from here.
                 self.server.repl.offset = self.log.aof.as_ref().map_or(self.server.repl.offset, |a| a.buffered_end());
-                self.log.aof = None;
-                // The log is the replication stream: without it replicas cannot follow, and
-                // the writes from now on are in no stream, so a new history begins.
-                self.disconnect_replicas();
-                self.server.repl.backlog = None;
-                if self.server.repl.master.is_none() {
-                    let repl = &mut self.server.repl;
-                    repl.replid = crate::replication::new_replid();
-                    repl.replid2 = crate::replication::NO_REPLID.to_string();
-                    repl.second_offset = None;
+                let old = self.log.aof.take();
+                match old {
+                    Some(mut aof) if self.server.repl.backlog.is_some() => {
+                        // Replicas and the backlog follow the stream on, in memory. Those
+                        // waiting for a full sync from a log rewrite ask again.
+                        self.drop_replicas_waiting_for_the_log();
+                        let mut mem = crate::aof::stream::MemLog::new(self.server.repl.offset);
+                        mem.rec = std::mem::take(&mut aof.rec);
+                        mem.rec.tee = true;
+                        self.log.mem = Some(mem);
+                    }
+                    _ => {
+                        // Nobody follows the stream: the writes from now on are in none, so
+                        // a new history begins (a replica of the old one resyncs in full).
+                        self.disconnect_replicas();
+                        self.server.repl.backlog = None;
+                        if self.server.repl.master.is_none() {
+                            let repl = &mut self.server.repl;
+                            repl.replid = crate::replication::new_replid();
+                            repl.replid2 = crate::replication::NO_REPLID.to_string();
+                            repl.second_offset = None;
+                        }
+                        self.ks.log_deletions = false;
+                    }
                 }
                 // Replies held for a failing log go now: there is no log to wait for.
                 self.touched.append(&mut self.log.held);
                 self.server.aof_info = None;
-                self.ks.log_deletions = false;
             }
             (true, true) => {
                 if let Some(aof) = self.log.aof.as_mut() {
@@ -275,43 +312,15 @@ impl Executor {
         use crate::state::PersistRequest;
         let result = match request {
             PersistRequest::Rewrite => self.rewrite_aof().map(|_| Reply::status("Background append only file rewriting started")),
-            // SAVE and BGSAVE: the snapshot is a compaction of the log (a new base).
-            PersistRequest::Save => self.save_snapshot(),
-            PersistRequest::BgSave { schedule } => self.bgsave(schedule),
+            PersistRequest::Save if self.bgsaving() => Err("ERR Background save already in progress".into()),
+            PersistRequest::Save => self.rdb_save().map(|_| Reply::OK),
+            PersistRequest::BgSave { schedule } => self.rdb_bgsave(schedule),
+            PersistRequest::Reload if self.log.aof.is_none() => self.rdb_reload().map(|_| Reply::OK),
             PersistRequest::Reload => self.reload_aof(true).map(|_| Reply::OK),
             PersistRequest::LoadAof => self.reload_aof(false).map(|_| Reply::OK),
             PersistRequest::Reconfigure => self.reconfigure_aof().map(|_| Reply::OK),
         };
         result.unwrap_or_else(|e| Reply::Error(e.into()))
-    }
-
-    /// SAVE: a compaction run to its end before the reply.
-    fn save_snapshot(&mut self) -> Result<Reply, String> {
-        if self.log.aof.is_none() {
-            return Err(NO_LOG_TO_SAVE.into());
-        }
-        if self.rewriting() {
-            return Err("ERR Background save already in progress".into());
-        }
-        self.rewrite_now()?;
-        Ok(Reply::OK)
-    }
-
-    /// BGSAVE [SCHEDULE]: a compaction in the background.
-    fn bgsave(&mut self, schedule: bool) -> Result<Reply, String> {
-        if self.log.aof.is_none() {
-            return Err(NO_LOG_TO_SAVE.into());
-        }
-        if self.rewriting() {
-            // The compaction under way is the snapshot asked for.
-            return if schedule {
-                Ok(Reply::status("Background saving scheduled"))
-            } else {
-                Err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.".into())
-            };
-        }
-        self.rewrite_aof()?;
-        Ok(Reply::status("Background saving started"))
     }
 
     /// DEBUG LOADAOF / DEBUG RELOAD: empties the keyspace and loads the directory again.
@@ -326,9 +335,10 @@ impl Executor {
         // What the close wrote is the stream too; the epoch of scripts stays this log's (the
         // reloaded base holds scripts the stream never carried).
         self.feed_replicas();
-        let epoch = self.log.aof.as_ref().map(|a| a.epoch_scripts.clone());
+        let epoch = self.log.aof.as_ref().map(|a| a.rec.epoch_scripts.clone());
         let stats = self.log.aof.take().map(|a| a.stats);
         self.ks.log_deletions = false;
+        self.complete_walks();
         for db in self.ks.dbs.iter_mut() {
             db.clear();
         }
@@ -345,14 +355,11 @@ impl Executor {
             aof.stats.last_rewrite_ms = old.last_rewrite_ms;
         }
         if let (Some(aof), Some(epoch)) = (self.log.aof.as_mut(), epoch) {
-            aof.epoch_scripts = epoch;
+            aof.rec.epoch_scripts = epoch;
         }
         Ok(())
     }
 }
-
-/// SAVE/BGSAVE without a log: Vermilion's only snapshot is the log's base.
-const NO_LOG_TO_SAVE: &str = "ERR the append only file is off: Vermilion snapshots by compacting its log (CONFIG SET appendonly yes first)";
 
 /// The argument positions of the keys a write command may change, or None when they are
 /// not known before it runs (the caller then serializes everything first): from the key

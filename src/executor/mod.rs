@@ -21,6 +21,7 @@ mod inbox;
 mod load;
 mod log_life;
 mod persist;
+mod rdb_save;
 mod replicate;
 mod replies;
 mod script;
@@ -73,6 +74,8 @@ pub struct Executor {
     pub keep_script_effects: bool,
     /// The durable log and the records on their way to it (see persist.rs).
     log: persist::LogPipeline,
+    /// A background RDB save and the save points' state (see rdb_save.rs).
+    rdb: rdb_save::RdbSide,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
     exec_depth: usize,
     /// How commands are applied now, and the loader's state (see load.rs).
@@ -135,6 +138,7 @@ impl Executor {
             inbox: None,
             busy_pump: None,
             log: persist::LogPipeline::default(),
+            rdb: rdb_save::RdbSide::default(),
             exec_depth: 0,
             load: load::Loader::default(),
             replica: replicate::ReplicaSide::default(),
@@ -177,12 +181,31 @@ impl Executor {
         Ok((ExecutorHandle { tx, limits, script_watch }, join))
     }
 
+    /// A slice of each walk under way (a log rewrite, a full sync's snapshot without the
+    /// log, a BGSAVE), between batches; then how soon to come back: at once while one still
+    /// walks, within a millisecond while a writer thread finishes a file.
+    fn step_background(&mut self) -> Option<Duration> {
+        if !(self.rewriting() || self.syncing() || self.bgsaving()) {
+            return None;
+        }
+        self.release_later();
+        let slice = Duration::from_micros(REWRITE_SLICE_US);
+        self.rewrite_tick(slice);
+        self.sync_tick(slice);
+        self.bgsave_tick(slice);
+        if self.rewriting() || self.sync_walking() || self.bgsave_walking() {
+            Some(Duration::ZERO)
+        } else {
+            (self.syncing() || self.bgsaving()).then_some(Duration::from_millis(1))
+        }
+    }
+
     fn run(mut self, rx: RequestRx, waiter: inbox::Waiter) {
         let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, waiter, self.server.script_watch.clone()));
         self.inbox = Some(inbox.clone());
         let pump = inbox.clone();
         self.busy_pump = Some(std::rc::Rc::new(move || pump.pump()));
-        if let Err(e) = self.start_aof() {
+        if let Err(e) = self.load_at_start() {
             log::warning(&e);
             std::process::exit(1);
         }
@@ -203,13 +226,8 @@ impl Executor {
             if let Some(due) = self.feed.flush_due {
                 wait = wait.min(due.saturating_duration_since(Instant::now()));
             }
-            if self.rewriting() {
-                // A rewrite in progress: serialize a slice, and come back at once if idle.
-                self.release_later();
-                self.rewrite_tick(Duration::from_micros(REWRITE_SLICE_US));
-                if self.rewriting() {
-                    wait = Duration::ZERO;
-                }
+            if let Some(next) = self.step_background() {
+                wait = wait.min(next);
             }
             match inbox.next(wait) {
                 Ok(req) => {
@@ -342,7 +360,14 @@ impl Executor {
             }
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
-                self.server.shutdown = Some(crate::state::ShutdownRequest { save: true });
+                let flags = if name == "SIGINT" { P::ShutdownOnSigint } else { P::ShutdownOnSigterm };
+                let request = crate::state::ShutdownRequest::from_flags(self.server.config.get(flags));
+                match self.shutdown_save(request) {
+                    Ok(()) => self.server.shutdown = Some(request),
+                    Err(_) => log::warning(&format!(
+                        "{name} received but errors trying to shut down the server, check the logs for more information"
+                    )),
+                }
             }
         }
     }
@@ -494,7 +519,7 @@ impl Executor {
         }
         if self.exec_depth == 0 {
             if self.logging() && self.commit_pending() {
-                client.log_wait = self.log.aof.as_ref().map_or(0, |a| a.buffered_end());
+                client.log_wait = self.log.buffered_end().unwrap_or(0);
             }
             if let Some((request, own_reply)) = self.log.deferred.take() {
                 if matches!(request, crate::state::PersistRequest::Reload | crate::state::PersistRequest::LoadAof) {
@@ -627,7 +652,13 @@ impl Executor {
                     };
                 }
             }
-            Next::Shutdown(request) => self.server.shutdown = Some(request),
+            Next::Shutdown(request) => match self.shutdown_save(request) {
+                Ok(()) => self.server.shutdown = Some(request),
+                Err(e) => {
+                    client.close_after_reply = false;
+                    reply = Reply::Error(e.into());
+                }
+            },
         }
         let end = end.unwrap_or_else(Stamp::now);
         self.clock_mark = Some(end);
@@ -680,7 +711,7 @@ impl Executor {
         timer: Option<Stamp>,
     ) -> (Reply, Option<Stamp>, Next, Logged) {
         client.last_cmd = cmd.name;
-        if cmd.has(Flag::Write) && self.rewriting() {
+        if cmd.has(Flag::Write) && (self.rewriting() || self.bgsave_walking() || self.sync_walking()) {
             self.capture_before_write(client.db, cmd, args);
         }
         let dirty_before = self.server.dirty;

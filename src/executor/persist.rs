@@ -11,6 +11,7 @@
 use bytes::Bytes;
 
 use super::Executor;
+use crate::aof::stream::{MemLog, Stream};
 use crate::aof::{self, Aof};
 use crate::commands::scripting::ScriptCall;
 use crate::commands::{Logged, ScriptCacheChange};
@@ -24,6 +25,9 @@ use crate::state::{Client, ClientId};
 pub(super) struct LogPipeline {
     /// The log (`appendonly yes`).
     pub aof: Option<Aof>,
+    /// The stream without the log (`appendonly no` once a replica attached): records framed
+    /// as the log frames them, handed to replicas and the backlog, not kept.
+    pub mem: Option<MemLog>,
     /// Records of the running top-level command.
     pub pending: Vec<Pending>,
     /// A log operation asked for during the running top-level command, and whether its
@@ -33,6 +37,31 @@ pub(super) struct LogPipeline {
     pub held: Vec<ClientId>,
     /// The executor's own request channel, for the log's fsync thread to wake it.
     pub wake_tx: Option<crate::conn::RequestTx>,
+}
+
+impl LogPipeline {
+    /// The stream's records: the log's, or the in-memory stream's.
+    pub fn stream(&self) -> Option<&Stream> {
+        match (&self.aof, &self.mem) {
+            (Some(a), _) => Some(&a.rec),
+            (None, m) => m.as_ref().map(|m| &m.rec),
+        }
+    }
+
+    pub fn stream_mut(&mut self) -> Option<&mut Stream> {
+        match (&mut self.aof, &mut self.mem) {
+            (Some(a), _) => Some(&mut a.rec),
+            (None, m) => m.as_mut().map(|m| &mut m.rec),
+        }
+    }
+
+    /// The stream offset at the end of the records buffered so far.
+    pub fn buffered_end(&self) -> Option<u64> {
+        match (&self.aof, &self.mem) {
+            (Some(a), _) => Some(a.buffered_end()),
+            (None, m) => m.as_ref().map(|m| m.buffered_end()),
+        }
+    }
 }
 
 /// One record waiting for the end of its top-level command.
@@ -55,13 +84,13 @@ fn b(s: &str) -> Bytes {
 impl Executor {
     /// Whether commands are being logged now.
     pub(super) fn logging(&self) -> bool {
-        self.log.aof.is_some() && !self.loading()
+        (self.log.aof.is_some() || self.log.mem.is_some()) && !self.loading()
     }
 
     /// Whether commands produce records of their own now: not while loading, and not on a
     /// replica, whose log is its primary's stream copied as received.
     pub(super) fn recording(&self) -> bool {
-        self.log.aof.as_ref().is_some_and(|a| !a.verbatim) && !self.loading()
+        self.log.stream().is_some_and(|s| !s.verbatim) && !self.loading()
     }
 
     /// Queues what a client's command that changed data contributes (not a script's inner
@@ -82,15 +111,15 @@ impl Executor {
     /// SCRIPT LOAD (a body new to this log epoch) and SCRIPT FLUSH are logged, so that an
     /// EVALSHA in the log always finds its body on replay.
     pub(super) fn log_script_admin(&mut self, client: &Client, args: &[Bytes], change: ScriptCacheChange) {
-        let Some(aof) = self.log.aof.as_mut() else { return };
+        let Some(rec) = self.log.stream_mut() else { return };
         match change {
             ScriptCacheChange::Loaded(sha) => {
-                if aof.epoch_scripts.insert(sha) {
+                if rec.epoch_scripts.insert(sha) {
                     self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
                 }
             }
             ScriptCacheChange::Flushed => {
-                aof.epoch_scripts.clear();
+                rec.epoch_scripts.clear();
                 self.log.pending.push(Pending { db: client.db, argv: args.to_vec(), time_ms: None });
             }
         }
@@ -100,7 +129,7 @@ impl Executor {
     /// not to its AOF), so only while one is connected, and not while the log cannot be
     /// written (a message must not wait for the disk: Redis's PUBLISH works then).
     pub(super) fn publishing_to_replicas(&self) -> bool {
-        self.recording() && !self.server.repl.replicas.is_empty() && self.log.aof.as_ref().is_some_and(|a| a.write_error.is_none())
+        self.recording() && !self.server.repl.replicas.is_empty() && self.log.aof.as_ref().is_none_or(|a| a.write_error.is_none())
     }
 
     /// Queues a PUBLISH or SPUBLISH for the replicas' subscribers (loading skips it).
@@ -140,17 +169,17 @@ impl Executor {
         if !outcome.wrote || outcome.random_dirty {
             return;
         }
-        let Some(aof) = self.log.aof.as_mut() else { return };
+        let Some(rec) = self.log.stream_mut() else { return };
         let mut argv = args.to_vec();
         let is_evalsha = args[0].len() >= 7 && args[0][..7].eq_ignore_ascii_case(b"evalsha");
-        if !aof.epoch_scripts.contains(&*call.sha) {
+        if !rec.epoch_scripts.contains(&*call.sha) {
             if is_evalsha {
                 if let Some(script) = self.server.scripts.as_ref().and_then(|e| e.get(call.sha.as_bytes())) {
                     argv[0] = b("EVAL");
                     argv[1] = script.body.clone();
                 }
             }
-            aof.epoch_scripts.insert(call.sha.to_string());
+            rec.epoch_scripts.insert(call.sha.to_string());
         }
         self.log.pending.push(Pending { db: client.db, argv, time_ms: Some(outcome.time_ms) });
     }
@@ -160,20 +189,20 @@ impl Executor {
     pub(super) fn commit_pending(&mut self) -> bool {
         self.log_deletions();
         let pending = std::mem::take(&mut self.log.pending);
-        let Some(aof) = self.log.aof.as_mut() else { return false };
+        let Some(rec) = self.log.stream_mut() else { return false };
         if pending.is_empty() {
             return false;
         }
         let wrap = pending.len() > 1;
         if wrap {
-            aof.command(pending[0].db, &[b"MULTI".as_slice()], None);
+            rec.command(pending[0].db, &[b"MULTI".as_slice()], None);
         }
         for p in &pending {
-            aof.command(p.db, &p.argv, p.time_ms);
+            rec.command(p.db, &p.argv, p.time_ms);
         }
         if wrap {
-            let db = aof.selected_db.unwrap_or(0);
-            aof.command(db, &[b"EXEC".as_slice()], None);
+            let db = rec.selected_db.unwrap_or(0);
+            rec.command(db, &[b"EXEC".as_slice()], None);
         }
         true
     }
@@ -184,6 +213,9 @@ impl Executor {
     /// as soon as the running one ends, with no round trip through the executor, so the disk
     /// never idles while records wait (the replies of one batch go out while the next syncs).
     pub(super) fn flush_log(&mut self) -> bool {
+        if let Some(m) = self.log.mem.as_mut() {
+            m.flush();
+        }
         let Some(aof) = self.log.aof.as_mut() else { return true };
         let ok = aof.flush().is_ok();
         self.server.aof_info = Some(aof.info());

@@ -11,6 +11,7 @@
 //! `primary.rs` is the primary's half, `replica.rs` the replica's.
 
 mod failover;
+mod memory_sync;
 mod primary;
 mod replica;
 

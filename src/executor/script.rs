@@ -172,7 +172,7 @@ impl Executor {
             self.last_script_outcome = None;
             self.log.pending.clear();
             self.ks.deletions.clear();
-            self.server.shutdown = Some(crate::state::ShutdownRequest { save: false });
+            self.server.shutdown = Some(crate::state::ShutdownRequest { save: crate::state::SaveOnShutdown::NoSave, force: false });
             client.close_after_reply = true;
             return Reply::NoReply;
         }
@@ -294,7 +294,7 @@ impl ScriptBridge<'_> {
     /// write that passes the write checks marks the script as writing here, before the
     /// stale-replica check, as Redis sets SCRIPT_WRITE_DIRTY.
     fn refusal(&mut self, cmd: &'static CommandSpec, argv: &[Bytes]) -> Option<Reply> {
-        if cmd.has(Flag::NoScript) {
+        if cmd.has(Flag::NoScript) && !self.exec.server.allow_noscript_in_scripts {
             return Some(Reply::error("ERR This Redis command is not allowed from script"));
         }
         if let Err(refusal) = self.exec.acl_check(self.client, cmd, argv) {

@@ -56,6 +56,13 @@ impl Reply {
         Reply::Error(s.into())
     }
 
+    /// An error reply INFO errorstats does not count (Redis's `addReplySds` of a raw
+    /// error, as DEBUG ERROR sends it): the executor counts only a top-level `Error`, and a
+    /// sequence of one is encoded as that one reply.
+    pub fn uncounted_error(text: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Sequence(vec![Reply::Error(text.into())])
+    }
+
     pub fn bulk(b: &[u8]) -> Reply {
         Reply::Bulk(Bytes::copy_from_slice(b))
     }

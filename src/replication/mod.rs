@@ -70,6 +70,9 @@ pub struct Peer {
     pub sync_offset: u64,
     /// SYNC rather than PSYNC: no `+FULLRESYNC` line.
     pub legacy: bool,
+    /// A full sync from a server without the log: the stream since the snapshot's offset,
+    /// held until the snapshot has gone (None: the log's files serve the sync).
+    pub held: Option<Vec<u8>>,
 }
 
 /// The replica link's state, as INFO and ROLE show it.

@@ -262,6 +262,9 @@ unsafe fn call(l: *mut lua_State, raise: bool) -> c_int {
             ffi::lua_error(l)
         }
     };
+    // The arguments are copied: off the stack they go, as Redis pops them, so the reply has
+    // Lua's 8,000 slots whatever the argument count (`unpack` of 7,999 values).
+    ffi::lua_settop(l, 0);
     let slot = PENDING.with(|p| p.get());
     let failed = match &*slot {
         Some(reply) => {

@@ -36,8 +36,14 @@ const MAX_DEPTH: usize = MAX_C_STACK - 6;
 /// (out of memory, or a reply nested past Lua's stack limit) longjmps over these frames,
 /// which own nothing (see `api::call`).
 pub unsafe fn push_reply(l: *mut lua_State, reply: &Reply, resp3: bool) {
-    // A level takes at most four slots (a map's table, key and value, and a field's wrapper).
-    if ffi::lua_checkstack(l, 4) == 0 {
+    // The slots Redis's redisProtocolToLuaType_* check for each kind (a scalar one, an
+    // array its table and index, a wrapped or keyed value three).
+    let need = match reply {
+        Reply::Int(_) | Reply::Bulk(_) | Reply::Nil | Reply::NilArray | Reply::NoReply | Reply::Attribute(_) | Reply::Bool(_) => 1,
+        Reply::Array(_) | Reply::Push(_) | Reply::Sequence(_) => 2,
+        _ => 3,
+    };
+    if ffi::lua_checkstack(l, need) == 0 {
         // Lua's stack limit (8000 slots, arguments included); Lua keeps spare slots for this.
         ffi::lua_pushstring(l, c"reached lua stack limit".as_ptr());
         ffi::lua_error(l);

@@ -132,7 +132,7 @@ impl Server {
         Self::start_binary_env(&vermilion_bin(), tempfile::tempdir().expect("tempdir"), env, extra)
     }
 
-    fn start_binary_in(bin: &Path, dir: tempfile::TempDir, extra: &[&str]) -> Server {
+    pub fn start_binary_in(bin: &Path, dir: tempfile::TempDir, extra: &[&str]) -> Server {
         Self::start_binary_env(bin, dir, &[], extra)
     }
 

@@ -44,7 +44,7 @@ impl Executor {
             }
             return;
         }
-        let end = self.log.aof.as_ref().map_or(self.server.repl.offset, |a| a.buffered_end());
+        let end = self.log.buffered_end().unwrap_or(self.server.repl.offset);
         let caught_up = |_: &Client, p: &crate::replication::Peer| p.state == PeerState::Online && p.ack_offset == end;
         let found = match &named {
             Some((host, port)) => {

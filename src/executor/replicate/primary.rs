@@ -28,6 +28,8 @@ pub(in crate::executor) struct PrimaryFeed {
     pub flush_due: Option<std::time::Instant>,
     /// When the replication cron last ran (ms).
     pub cron_ms: i64,
+    /// The snapshot a full sync gets from a server without the log (see memory_sync.rs).
+    pub sync_job: Option<crate::aof::rewrite::SnapshotJob>,
 }
 
 impl Executor {
@@ -40,26 +42,24 @@ impl Executor {
         if self.server.repl.failover.is_some() {
             return Reply::error("NOMASTERLINK Can't SYNC while failing over");
         }
-        if self.log.aof.is_none() {
-            return Reply::error("ERR Vermilion replicates its log: the primary needs appendonly yes");
-        }
         if self.server.repl.master.as_ref().is_some_and(|m| !m.synced) {
             return Reply::error("NOMASTERLINK Can't SYNC while not connected with my master");
         }
+        // Without the log the stream starts now, in memory.
+        self.start_memory_stream();
         // Everything buffered is written first: the log's end is the stream's end.
         self.flush_log();
         self.feed_replicas();
-        let Some(aof) = self.log.aof.as_ref() else { return Reply::NoReply };
-        if let Some(err) = &aof.write_error {
+        if let Some(err) = self.log.aof.as_ref().and_then(|a| a.write_error.as_ref()) {
             return Reply::Error(format!("ERR the log cannot be written: {err}").into());
         }
-        let end = aof.offset();
+        let end = self.server.repl.offset;
         if self.server.repl.backlog.is_none() {
             let size = self.server.config.get_int(P::ReplBacklogSize).max(16 * 1024) as u64;
             self.server.repl.backlog = Some(Backlog::new(end, size));
         }
-        if let Some(aof) = self.log.aof.as_mut() {
-            aof.tee = true;
+        if let Some(rec) = self.log.stream_mut() {
+            rec.tee = true;
         }
         let who = format!("{}:{}", replication::peer_ip(&client.addr), client.replconf_port);
         if !legacy && replid != "?" {
@@ -91,6 +91,9 @@ impl Executor {
         } else {
             log::notice(&format!("Replica {who} asks for synchronization"));
             log::notice(&format!("Full resync requested by replica {who}"));
+        }
+        if self.log.aof.is_none() {
+            return self.memory_full_sync(client, legacy);
         }
         // Full sync: the base snapshot of a log rewrite (the running one, or a new one).
         if !self.rewriting() {
@@ -144,7 +147,8 @@ impl Executor {
 
     pub(super) fn attach_replica(&mut self, client: &mut Client, state: PeerState, offset: u64, legacy: bool) {
         let now = crate::clock::now_ms();
-        client.replica = Some(Peer { state, ack_offset: offset, ack_time_ms: now, last_sent_ms: now, sync_offset: offset, legacy });
+        client.replica =
+            Some(Peer { state, ack_offset: offset, ack_time_ms: now, last_sent_ms: now, sync_offset: offset, legacy, held: None });
         client.flags.replica.store(true, Ordering::Release);
         if !self.server.repl.replicas.contains(&client.id) {
             self.server.repl.replicas.push(client.id);
@@ -162,12 +166,16 @@ impl Executor {
     /// The segments the log wrote since the last call go to the backlog and to every online
     /// replica's output (released with the other replies).
     pub(in crate::executor) fn feed_replicas(&mut self) {
-        let Some(aof) = self.log.aof.as_mut() else { return };
-        self.server.repl.offset = aof.offset();
-        if aof.teed.is_empty() {
+        let (offset, rec) = match (self.log.aof.as_mut(), self.log.mem.as_mut()) {
+            (Some(aof), _) => (aof.offset(), &mut aof.rec),
+            (None, Some(m)) => (m.offset, &mut m.rec),
+            (None, None) => return,
+        };
+        self.server.repl.offset = offset;
+        if rec.teed.is_empty() {
             return;
         }
-        let segments = std::mem::take(&mut aof.teed);
+        let segments = std::mem::take(&mut rec.teed);
         if let Some(backlog) = self.server.repl.backlog.as_mut() {
             for s in &segments {
                 backlog.push(s.clone());
@@ -180,6 +188,11 @@ impl Executor {
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
+            if let Some(held) = peer.held.as_mut() {
+                // Waiting for its snapshot: the stream since goes after it.
+                segments.iter().for_each(|s| held.extend_from_slice(s));
+                continue;
+            }
             if peer.state != PeerState::Online {
                 continue;
             }
@@ -228,14 +241,7 @@ impl Executor {
     /// A log rewrite ended: replicas waiting for a full sync get its base snapshot and the
     /// incremental log written since, then the live stream.
     pub(in crate::executor) fn complete_full_syncs(&mut self, rewrite_ok: bool) {
-        let waiting: Vec<ClientId> = self
-            .server
-            .repl
-            .replicas
-            .iter()
-            .copied()
-            .filter(|id| self.server.clients.get(id).and_then(|c| c.replica.as_ref()).is_some_and(|p| p.state == PeerState::WaitSnapshot))
-            .collect();
+        let waiting = self.waiting_for_snapshot(false);
         if waiting.is_empty() || self.rewriting() {
             return;
         }
@@ -286,6 +292,16 @@ impl Executor {
             ));
         }
         self.release_replies();
+    }
+
+    /// The replicas waiting for a full sync's snapshot: from the log's rewrite, or (`held`)
+    /// from a walk without the log.
+    pub(super) fn waiting_for_snapshot(&self, held: bool) -> Vec<ClientId> {
+        let waits = |id: &ClientId| {
+            let peer = self.server.clients.get(id).and_then(|c| c.replica.as_ref());
+            peer.is_some_and(|p| p.state == PeerState::WaitSnapshot && p.held.is_some() == held)
+        };
+        self.server.repl.replicas.iter().copied().filter(waits).collect()
     }
 
     /// REPLCONF ACK arrived: WAITing clients whose offset is acknowledged by enough

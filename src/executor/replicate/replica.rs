@@ -78,7 +78,7 @@ impl Executor {
                 }
                 // Replicas may continue through the secondary id: an empty epoch, as after a
                 // promotion.
-                aof.epoch_scripts.clear();
+                aof.rec.epoch_scripts.clear();
             }
         }
         if let [host, port] = words[..] {
@@ -127,10 +127,18 @@ impl Executor {
             aof.flush().map_err(|e| format!("ERR the log cannot be written: {e}"))?;
             if was_primary {
                 // The stream continues from where this server's own log is.
-                self.replica.master_db = aof.selected_db.unwrap_or(self.load.loaded_db);
+                self.replica.master_db = aof.rec.selected_db.unwrap_or(self.load.loaded_db);
                 self.server.repl.offset = aof.offset();
             }
-            aof.verbatim = true;
+            aof.rec.verbatim = true;
+        }
+        if let Some(m) = self.log.mem.as_mut() {
+            m.flush();
+            if was_primary {
+                self.replica.master_db = m.rec.selected_db.unwrap_or(self.load.loaded_db);
+                self.server.repl.offset = m.offset;
+            }
+            m.rec.verbatim = true;
         }
         self.feed_replicas();
         self.ks.log_deletions = false;
@@ -192,6 +200,9 @@ impl Executor {
                 return Reply::Error(format!("ERR the log cannot be written: {e}").into());
             }
         }
+        if let Some(m) = self.log.mem.as_mut() {
+            m.flush();
+        }
         self.feed_replicas();
         self.stop_link();
         self.server.repl.master = None;
@@ -200,14 +211,20 @@ impl Executor {
         self.server.repl.offset = offset;
         self.server.repl.shift_replid(replication::new_replid(), offset);
         if let Some(aof) = self.log.aof.as_mut() {
-            aof.verbatim = false;
-            aof.selected_db = None;
+            aof.rec.verbatim = false;
+            aof.rec.selected_db = None;
             // An empty epoch: every script is logged as EVAL until its body is in this log
             // (sub-replicas continuing from here may not have every body this one loaded).
-            aof.epoch_scripts.clear();
+            aof.rec.epoch_scripts.clear();
             if let Err(e) = aof.dir.set_replid(None) {
                 log::warning(&format!("Can't update the AOF manifest: {e}"));
             }
+            self.ks.log_deletions = true;
+        }
+        if let Some(m) = self.log.mem.as_mut() {
+            m.rec.verbatim = false;
+            m.rec.selected_db = None;
+            m.rec.epoch_scripts.clear();
             self.ks.log_deletions = true;
         }
         self.ks.passive_expiry = false;
@@ -291,6 +308,8 @@ impl Executor {
             aof.abandon_rewrite();
             let _ = aof.flush();
         }
+        // A background RDB save keeps the dataset of its start.
+        self.complete_walks();
         for db in self.ks.dbs.iter_mut() {
             db.clear();
         }
@@ -315,7 +334,7 @@ impl Executor {
                 let (incr, origin) = self.load_dir(&mut dir).unwrap_or_else(|e| fatal(e));
                 let mut aof =
                     Aof::open(dir, &incr, policy, origin, self.log_waker()).unwrap_or_else(|e| fatal(format!("Can't open the log: {e}")));
-                aof.epoch_scripts = self.load.stream_scripts.keys().cloned().collect();
+                aof.rec.epoch_scripts = self.load.stream_scripts.keys().cloned().collect();
                 self.adopt_log(aof);
             }
             None => {
@@ -323,6 +342,12 @@ impl Executor {
                 drop(data);
                 let _ = std::fs::remove_file(path);
                 self.load.loaded_db = loaded?.stream_db as usize;
+                // The in-memory stream (kept for sub-replicas) restarts at the snapshot.
+                if let Some(m) = self.log.mem.as_mut() {
+                    m.rec.buf.clear();
+                    m.rec.teed.clear();
+                    m.offset = offset;
+                }
             }
         }
         self.replica.master_db = self.load.loaded_db.min(self.ks.dbs.len() - 1);
@@ -394,9 +419,10 @@ impl Executor {
         self.now_ms = crate::clock::now_ms();
         self.replica.master_db = master.db;
         self.replica.master_client = Some(master);
-        match self.log.aof.as_mut() {
-            Some(aof) => aof.append_stream(&data),
-            None => self.server.repl.offset += data.len() as u64,
+        match (self.log.aof.as_mut(), self.log.mem.as_mut()) {
+            (Some(aof), _) => aof.rec.append_stream(&data),
+            (None, Some(m)) => m.rec.append_stream(&data),
+            (None, None) => self.server.repl.offset += data.len() as u64,
         }
     }
 
@@ -417,7 +443,7 @@ impl Executor {
 
     /// Where the applied stream ends: written, or buffered for the log's next write.
     pub(super) fn stream_end(&self) -> u64 {
-        self.log.aof.as_ref().map_or(self.server.repl.offset, |a| a.buffered_end())
+        self.log.buffered_end().unwrap_or(self.server.repl.offset)
     }
 
     /// After the log's flush: records how far the stream is applied and written (what the
