@@ -458,3 +458,53 @@ fn redis_log_writes_to_the_server_log_honouring_loglevel() {
     assert!(text.lines().any(|l| l.contains(" # warned from 42")), "{text}");
     assert!(!text.contains("too quiet"), "{text}");
 }
+
+/// Redis 7.0 runs MULTI, WATCH, UNWATCH, AUTH, HELLO, RESET and QUIT while a script is busy
+/// (they change only the connection), refuses the rest with BUSY, and a refusal inside MULTI
+/// dooms the transaction: after SCRIPT KILL the EXEC answers EXECABORT. The sequence of the
+/// compatibility issue, against redis-server 7.0, byte for byte.
+#[test]
+fn connection_commands_run_during_a_busy_script_as_in_redis() {
+    use common::diff::{same, show, Cmp, DiffPair};
+    let mut d = DiffPair::start_with(&["--busy-reply-threshold", "100"], &["--busy-reply-threshold", "100"]);
+    let mut diffs: Vec<String> = Vec::new();
+    fn check(d: &mut DiffPair, diffs: &mut Vec<String>, conn: usize, args: &[&str], cmp: Cmp) {
+        if let Err(e) = d.on(conn).check_with(args, cmp) {
+            diffs.push(format!("{conn}> {args:?}: {e}"));
+        }
+    }
+    // Every connection exists before the script starts.
+    for conn in 1..=4 {
+        check(&mut d, &mut diffs, conn, &["PING"], Cmp::Exact);
+    }
+    {
+        let (r, o) = d.conns(0);
+        r.cmd(&["EVAL", "while true do end", "0"]).expect("send");
+        o.cmd(&["EVAL", "while true do end", "0"]).expect("send");
+    }
+    wait_busy(&mut d.redis.client());
+    wait_busy(&mut d.ours.client());
+    check(&mut d, &mut diffs, 1, &["MULTI"], Cmp::Exact);
+    check(&mut d, &mut diffs, 1, &["INCR", "x"], Cmp::Exact);
+    check(&mut d, &mut diffs, 1, &["WATCH", "w"], Cmp::Exact);
+    check(&mut d, &mut diffs, 2, &["WATCH", "w"], Cmp::Exact);
+    check(&mut d, &mut diffs, 2, &["UNWATCH"], Cmp::Exact);
+    check(&mut d, &mut diffs, 2, &["AUTH", "nopass"], Cmp::Exact);
+    check(&mut d, &mut diffs, 2, &["HELLO", "3"], Cmp::IgnoreInts);
+    check(&mut d, &mut diffs, 2, &["GET", "x"], Cmp::Exact);
+    check(&mut d, &mut diffs, 3, &["MULTI"], Cmp::Exact);
+    check(&mut d, &mut diffs, 3, &["RESET"], Cmp::Exact);
+    check(&mut d, &mut diffs, 3, &["DISCARD"], Cmp::Exact);
+    check(&mut d, &mut diffs, 4, &["QUIT"], Cmp::Exact);
+    check(&mut d, &mut diffs, 2, &["SCRIPT", "KILL"], Cmp::Exact);
+    let (r, o) = d.conns(0);
+    let (a, b) = (r.read(), o.read());
+    if !same(&a, &b, Cmp::Exact) {
+        diffs.push(format!("the killed EVAL: redis {} / ours {}", show(&a), show(&b)));
+    }
+    check(&mut d, &mut diffs, 1, &["INCR", "x"], Cmp::Exact);
+    check(&mut d, &mut diffs, 1, &["EXEC"], Cmp::Exact);
+    check(&mut d, &mut diffs, 1, &["PING"], Cmp::Exact);
+    check(&mut d, &mut diffs, 1, &["GET", "x"], Cmp::Exact);
+    assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
+}

@@ -357,3 +357,26 @@ fn a_client_running_exec_still_shows_as_in_multi() {
         assert!(text.contains("flags=x") && text.contains("multi=2"), "redis: {side}: {text}");
     }
 }
+
+/// CLIENT PAUSE WRITE holds an EXEC whose queue writes (Redis's mstate.cmd_flags), not one
+/// that only reads, nor a read-only script; the held EXEC runs when the pause ends.
+#[test]
+fn client_pause_write_holds_a_writing_exec_and_lets_reads_through() {
+    use common::diff::{same, show, Cmp};
+    let mut d = DiffPair::start();
+    d.on(1);
+    d.assert_script("queue a write", &["MULTI", "SET k 2"]);
+    d.on(2);
+    d.assert_script("queue a read", &["MULTI", "GET k"]);
+    d.on(0);
+    d.assert_script("pause", &["CLIENT PAUSE 600 WRITE"]);
+    d.on(2);
+    d.assert_script("a reading EXEC and scripts go through", &["EXEC", "EVAL_RO \"return redis.call('get', KEYS[1])\" 1 k"]);
+    let started = std::time::Instant::now();
+    let (r, o) = d.conns(1);
+    r.cmd(&["EXEC"]).expect("send");
+    o.cmd(&["EXEC"]).expect("send");
+    let (a, b) = (r.read(), o.read());
+    assert!(started.elapsed() >= Duration::from_millis(400), "the writing EXEC was not held");
+    assert!(same(&a, &b, Cmp::Exact), "redis {} / ours {}", show(&a), show(&b));
+}

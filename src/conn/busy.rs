@@ -8,12 +8,22 @@ use crate::protocol::ProtocolVersion;
 use crate::scripting::{KillOutcome, ScriptWatch};
 use crate::spec::{self, Flag, Resolved};
 
-/// The replies to a batch while a script is busy, or `None` when the batch must wait for the
-/// script. Redis 7.0's rules, from the command table: NOAUTH first for a client that has not
+/// The replies to a batch while a script is busy, or `None` when the executor must answer
+/// it. Redis 7.0's rules, from the command table: NOAUTH first for a client that has not
 /// authenticated; SCRIPT KILL and SHUTDOWN NOSAVE are served; the other `allow-busy` commands
-/// (AUTH, HELLO, MULTI, WATCH...) change state the executor owns, so their batch waits;
-/// everything else gets BUSY.
+/// (AUTH, HELLO, MULTI, WATCH...) change state the executor owns, and a refusal inside MULTI
+/// dooms the transaction, so those batches go to the executor, which serves them from the
+/// script's hook (`executor/busy.rs`); everything else gets BUSY.
 pub fn busy_answers(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], flags: &ConnFlags) -> Option<Vec<u8>> {
+    if flags.in_multi.load(Ordering::Acquire) {
+        return None;
+    }
+    busy_answers_outside_multi(watch, cmds, flags)
+}
+
+/// [`busy_answers`] for a client not inside MULTI (the executor's busy path uses it for the
+/// commands it does not run itself).
+pub fn busy_answers_outside_multi(watch: &ScriptWatch, cmds: &[Vec<bytes::Bytes>], flags: &ConnFlags) -> Option<Vec<u8>> {
     let authenticated = flags.authenticated.load(Ordering::Relaxed);
     let proto = if flags.resp3.load(Ordering::Relaxed) { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
     let mut out = Vec::new();

@@ -6,7 +6,7 @@
 
 mod busy;
 
-pub use busy::busy_answers;
+pub use busy::{busy_answers, busy_answers_outside_multi};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -121,6 +121,9 @@ pub struct ConnFlags {
     pub throttled: AtomicBool,
     /// The client speaks RESP3 (after HELLO 3): what a reply from the task is encoded in.
     pub resp3: AtomicBool,
+    /// The client is inside MULTI: while a script is busy, a command it sends must doom
+    /// the transaction, which only the executor can do (see `busy_answers`).
+    pub in_multi: AtomicBool,
 }
 
 /// A message from a connection task (or a signal handler) to the executor.

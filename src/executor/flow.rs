@@ -6,14 +6,14 @@ use bytes::Bytes;
 use std::time::Instant;
 
 use super::Executor;
-use crate::commands::{self, Flag, Resolved};
+use crate::commands::{self, CommandSpec, Flag, Resolved};
 use crate::conn::{OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER};
 use crate::state::Client;
 
 impl Executor {
     /// CLIENT PAUSE (all commands, or writes only) or a FAILOVER (writes): whether this
     /// command has to wait.
-    pub(super) fn must_wait_for_pause(&mut self, args: &[Bytes]) -> bool {
+    pub(super) fn must_wait_for_pause(&mut self, client: &Client, args: &[Bytes]) -> bool {
         if let Some((until, _)) = self.server.pause {
             if Instant::now() >= until {
                 self.server.pause = None;
@@ -28,6 +28,17 @@ impl Executor {
             return true;
         }
         let Resolved::Found(cmd) = commands::resolve(args) else { return false };
+        // EXEC writes if a command it runs does (Redis's mstate.cmd_flags).
+        if cmd.name == "exec" {
+            if let Some(queue) = client.txn.multi.as_ref() {
+                return queue.iter().any(|(cmd, args)| self.writes(cmd, args));
+            }
+        }
+        self.writes(cmd, args)
+    }
+
+    /// Whether a command may write or replicate: what a write pause holds.
+    fn writes(&self, cmd: &CommandSpec, args: &[Bytes]) -> bool {
         match self.declared_writes(cmd, args) {
             Some(writes) => writes,
             None => cmd.has(Flag::Write) || cmd.has(Flag::MayReplicate),

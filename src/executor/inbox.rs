@@ -210,6 +210,39 @@ impl Inbox {
     }
 }
 
+impl Inbox {
+    /// Takes the kept command batches of clients `servable` accepts (known to the executor,
+    /// not the script's own), in order; a client with an earlier kept request of another
+    /// kind, or one not servable, keeps its later batches too.
+    pub fn take_busy_batches(&self, servable: impl Fn(ClientId) -> bool) -> Vec<(ClientId, Vec<Vec<bytes::Bytes>>)> {
+        let mut kept = self.kept.borrow_mut();
+        let mut stuck: Vec<ClientId> = Vec::new();
+        let mut out = Vec::new();
+        let mut rest = VecDeque::with_capacity(kept.len());
+        for req in kept.drain(..) {
+            match req {
+                Request::Commands { id, cmds, protocol_error: None } if !stuck.contains(&id) && servable(id) => out.push((id, cmds)),
+                other => {
+                    if let Some(id) = request_client(&other) {
+                        stuck.push(id);
+                    }
+                    rest.push_back(other);
+                }
+            }
+        }
+        *kept = rest;
+        out
+    }
+}
+
+/// The client a request is about, if any.
+fn request_client(req: &Request) -> Option<ClientId> {
+    match req {
+        Request::Commands { id, .. } | Request::Connect { id, .. } | Request::Disconnect { id } | Request::Drained { id } => Some(*id),
+        _ => None,
+    }
+}
+
 /// Runs the connections now and then during a long load, so that clients get their LOADING
 /// answers (and a replica's link keeps reading) while the executor replays.
 pub struct LoadPump {

@@ -14,6 +14,7 @@
 
 mod after_command;
 mod blocking;
+mod busy;
 mod checks;
 mod cron;
 mod flow;
@@ -393,7 +394,7 @@ impl Executor {
             if client.close_after_reply {
                 break;
             }
-            if self.must_wait_for_pause(&cmds[i]) {
+            if self.must_wait_for_pause(client, &cmds[i]) {
                 self.postpone(client, cmds, i, protocol_error);
                 return;
             }
@@ -437,6 +438,11 @@ impl Executor {
         if client.blocked.is_none() {
             client.completed_batches += std::mem::take(&mut client.open_batches);
             self.touched.push(client.id);
+        }
+        // What the connection task reads while a script is busy (conn::busy_answers).
+        let in_multi = client.txn.multi.is_some();
+        if client.flags.in_multi.load(std::sync::atomic::Ordering::Relaxed) != in_multi {
+            client.flags.in_multi.store(in_multi, std::sync::atomic::Ordering::Release);
         }
     }
 

@@ -239,6 +239,7 @@ impl ScriptHost for ScriptBridge<'_> {
     /// added) leave while the script is busy, not only after it; the log is written first,
     /// with nothing of the running script in it (its record comes when it ends).
     fn busy(&mut self) {
+        self.exec.serve_while_busy();
         self.exec.release_replies();
     }
 

@@ -1,0 +1,62 @@
+//! What the executor answers while a script of its own is busy: Redis 7.0 runs MULTI,
+//! DISCARD, WATCH, UNWATCH, AUTH, HELLO, QUIT, RESET and REPLCONF then (they change only the
+//! connection), answers SCRIPT KILL, FUNCTION KILL, FUNCTION STATS and SHUTDOWN NOSAVE, and
+//! refuses the rest with BUSY, which also dooms a transaction the client has open. The
+//! connection tasks answer what needs no executor state (`conn::busy_answers`); the batches
+//! they leave wait in the inbox, and the script's hook hands them here between two of its
+//! instructions (no command of the script is running then).
+
+use bytes::Bytes;
+
+use super::{Args, Executor};
+use crate::conn::busy_answers_outside_multi;
+use crate::protocol::Reply;
+use crate::spec::{self, Resolved};
+use crate::state::Client;
+
+/// The allow-busy commands the executor runs for real during a busy script.
+const RUN_WHILE_BUSY: &[&str] = &["multi", "discard", "watch", "unwatch", "auth", "hello", "quit", "reset", "replconf"];
+
+impl Executor {
+    /// Serves the batches other clients sent while the script runs (from the Lua hook).
+    pub(super) fn serve_while_busy(&mut self) {
+        let Some(inbox) = self.inbox.clone() else { return };
+        let clients = &self.server.clients;
+        let batches = inbox.take_busy_batches(|id| {
+            clients.get(&id).is_some_and(|c| c.replica.is_none() && !c.flags.replica.load(std::sync::atomic::Ordering::Acquire))
+        });
+        for (id, cmds) in batches {
+            let Some(mut client) = self.server.clients.remove(&id) else { continue };
+            client.open_batches += 1;
+            for mut args in cmds {
+                if client.close_after_reply {
+                    break;
+                }
+                let reply = self.busy_command(&mut client, &mut args);
+                self.emit(&mut client, &reply);
+            }
+            self.finish_step(&mut client);
+            self.server.clients.insert(id, client);
+        }
+    }
+
+    /// One command of another client while the script is busy.
+    fn busy_command(&mut self, client: &mut Client, args: &mut Vec<Bytes>) -> Reply {
+        let runs = match spec::resolve(args) {
+            Resolved::Found(cmd) => RUN_WHILE_BUSY.contains(&cmd.name) && (client.authenticated || cmd.has(spec::Flag::NoAuth)),
+            _ => false,
+        };
+        if runs {
+            return self.execute_args(client, Args::Owned(args), None);
+        }
+        // The task's answer (errors, NOAUTH, BUSY, SCRIPT KILL...): inside MULTI a refusal
+        // dooms the transaction, as Redis's rejectCommand does.
+        let watch = self.server.script_watch.clone();
+        let bytes = busy_answers_outside_multi(&watch, std::slice::from_ref(args), &client.flags).unwrap_or_default();
+        if client.txn.multi.is_some() && bytes.first() == Some(&b'-') {
+            client.txn.multi_dirty = true;
+        }
+        client.out.extend_from_slice(&bytes);
+        Reply::NoReply
+    }
+}
