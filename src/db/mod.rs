@@ -307,6 +307,23 @@ impl Db {
         false
     }
 
+    /// Adds `key` with a whole entry if it is absent (one lookup: a loader's insert, for
+    /// which a duplicate is the file's error); false if it was there.
+    pub fn insert_new(&mut self, key: Bytes, mut entry: Entry) -> bool {
+        let (hash, pos) = self.keys.probe(&key);
+        if pos.is_some() {
+            return false;
+        }
+        let key = Key::from(key);
+        entry.snap = self.snap_epoch;
+        self.mem += entry_mem(&key, &entry);
+        if entry.expire_at().is_some() {
+            self.volatile.insert(key.clone(), ());
+        }
+        self.keys.push_absent(hash, key, entry);
+        true
+    }
+
     /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
     /// RENAME and MOVE do with the object they carry over.
     pub fn insert_entry(&mut self, key: Bytes, entry: Entry) {

@@ -75,16 +75,7 @@ impl Decoded {
                 }
                 Value::Hash(h)
             }
-            Decoded::ZSet(members) => {
-                let mut z = ZSetValue::new();
-                for (m, score) in members {
-                    if score.is_nan() || z.score(&m).is_some() {
-                        return Err(BAD);
-                    }
-                    z.insert(&m, score, limits.zset_entries, limits.zset_value);
-                }
-                Value::ZSet(z)
-            }
+            Decoded::ZSet(members) => Value::ZSet(ZSetValue::from_members(members, limits.zset_entries, limits.zset_value).ok_or(BAD)?),
             Decoded::Stream(s) => Value::Stream(Box::new(super::stream::StreamValue::from_rdb(*s, limits.stream).ok_or(BAD)?)),
         })
     }

@@ -181,6 +181,27 @@ impl Packed {
         Some(id)
     }
 
+    /// The set of `entries`, given in order of (score, member) and distinct, built at once
+    /// (a loader's: inserting one by one walks and copies the buffer each time).
+    pub fn from_sorted<'a>(entries: impl Iterator<Item = (&'a [u8], f64)>) -> Packed {
+        let mut buf = vec![0u8; HEAD];
+        let mut count = 0u32;
+        for (member, score) in entries {
+            let start = buf.len();
+            varint::put(&mut buf, member.len() as u64);
+            buf.extend_from_slice(member);
+            put_score(&mut buf, score);
+            let (back, n) = backlen(buf.len() - start);
+            buf.extend_from_slice(&back[..n]);
+            count += 1;
+        }
+        if count == 0 {
+            return Packed::default();
+        }
+        buf[..HEAD].copy_from_slice(&count.to_le_bytes());
+        Packed { buf: buf.into_boxed_slice() }
+    }
+
     /// Adds a member that is not present, in order.
     pub fn insert(&mut self, member: &[u8], score: f64) {
         let at = self.ids().find(|&id| {

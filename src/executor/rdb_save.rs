@@ -395,10 +395,6 @@ impl rdb_file::Sink for LoadSink<'_> {
             self.expired += 1;
             return Ok(());
         }
-        let db = self.ks.db_mut(db);
-        if db.peek(&key).is_some() {
-            return Err(format!("Duplicate key {:?} in the RDB file", String::from_utf8_lossy(&key)));
-        }
         let mut entry = Entry::new(value, expire_at, self.now);
         let (idle, freq) = match hint {
             Hint::Idle(s) => (Some(s.min(i64::MAX as u64) as i64), None),
@@ -406,7 +402,10 @@ impl rdb_file::Sink for LoadSink<'_> {
             Hint::None => (None, None),
         };
         entry.apply_access_hint(self.lfu_policy, idle, freq, self.now);
-        db.insert_entry(Bytes::from(key), entry);
+        let key = Bytes::from(key);
+        if !self.ks.db_mut(db).insert_new(key.clone(), entry) {
+            return Err(format!("Duplicate key {:?} in the RDB file", String::from_utf8_lossy(&key)));
+        }
         self.loaded += 1;
         Ok(())
     }
