@@ -137,3 +137,64 @@ fn client_reply_pushes_list_ids_and_kill_user() {
         ],
     );
 }
+
+/// MONITOR as Redis 7.0 shows it: a script's command before its `[0 lua]` lines, a
+/// transaction's commands before its EXEC, and passwords as `(redacted)` (AUTH, HELLO ...
+/// AUTH, MIGRATE ... AUTH/AUTH2); SLOWLOG redacts the same arguments and ACL SETUSER's and
+/// CONFIG SET's secrets.
+#[test]
+fn monitor_and_slowlog_order_and_redact_like_redis() {
+    let redis = Server::start_redis(&[]);
+    let ours = Server::start(&[]);
+    let strip = |line: String| -> String {
+        // `+<sec>.<usec> [<db> <addr>] ...`: the time and a client's address differ.
+        let (head, rest) = line.split_once("] ").unwrap_or((&line, ""));
+        let db_addr = head.split_once('[').map_or("", |(_, a)| a);
+        let (db, addr) = db_addr.split_once(' ').unwrap_or((db_addr, ""));
+        format!("[{db} {}] {rest}", if addr == "lua" { "lua" } else { "client" })
+    };
+    let commands: &[&[&str]] = &[
+        &["EVAL", "redis.call('set','a','1') return redis.call('get','a')", "0"],
+        &["MULTI"],
+        &["SET", "b", "2"],
+        &["INCR", "n"],
+        &["EXEC"],
+        &["AUTH", "secret"],
+        &["AUTH", "user", "secret"],
+        &["HELLO", "2", "AUTH", "default", "pw"],
+        &["MIGRATE", "127.0.0.1", "1", "k", "0", "10", "AUTH", "pw"],
+        &["MIGRATE", "127.0.0.1", "1", "k", "0", "10", "AUTH2", "u", "pw"],
+        &["CONFIG", "SET", "masterauth", "pw2", "hz", "10"],
+        &["ACL", "SETUSER", "bob", ">pass", "on"],
+        &["PING"],
+    ];
+    let mut seen = Vec::new();
+    for server in [&redis, &ours] {
+        let mut m = server.raw();
+        assert_eq!(m.call(&[b"MONITOR"]), b"+OK\r\n");
+        let mut c = server.raw();
+        c.call(&[b"CONFIG", b"SET", b"slowlog-log-slower-than", b"0"]);
+        c.call(&[b"SLOWLOG", b"RESET"]);
+        for cmd in commands {
+            let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
+            c.call(&args);
+        }
+        let mut lines = Vec::new();
+        loop {
+            let line = strip(s(m.read_reply()));
+            let done = line.contains("\"PING\"");
+            lines.push(line);
+            if done {
+                break;
+            }
+        }
+        let mut con = server.client();
+        let log: Vec<(i64, i64, i64, Vec<String>, String, String)> =
+            redis::cmd("SLOWLOG").arg("GET").arg(100).query(&mut con).expect("SLOWLOG GET");
+        let args: Vec<Vec<String>> =
+            log.into_iter().map(|e| e.3).filter(|a| a[0] != "SLOWLOG" && a[0] != "CONFIG" || a.len() > 3).collect();
+        seen.push((lines, args));
+    }
+    assert_eq!(seen[0].0, seen[1].0, "MONITOR lines: redis / ours");
+    assert_eq!(seen[0].1, seen[1].1, "SLOWLOG arguments: redis / ours");
+}

@@ -28,6 +28,7 @@ mod keys;
 mod lists;
 mod module;
 pub mod pubsub;
+pub mod redact;
 mod replication;
 pub mod scripting;
 mod server;

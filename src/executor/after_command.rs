@@ -12,12 +12,21 @@ use crate::state::ClientId;
 use crate::state::{Client, SlowLogEntry};
 
 impl Executor {
-    /// Sends a command line to every MONITOR client (not admin commands, as Redis).
+    /// Sends a command line to every MONITOR client, with its sensitive arguments redacted
+    /// (not admin commands, as Redis). The caller feeds a command after it ran, and a
+    /// script's command (flagged skip-monitor) when the script is about to start, so its
+    /// `[0 lua]` lines follow it, as Redis's evalCommand feeds it.
     pub(super) fn feed_monitors(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
-        if self.server.monitors.is_empty() || cmd.has(Flag::Admin) || cmd.has(Flag::SkipMonitor) {
+        if self.server.monitors.is_empty() || cmd.has(Flag::Admin) {
+            return;
+        }
+        let runs_script = cmd.is(Trait::ScriptBody) || cmd.is(Trait::ScriptSha) || cmd.is(Trait::ScriptFunction);
+        if cmd.has(Flag::SkipMonitor) && !runs_script {
             return;
         }
         let addr = if client.in_script { "lua" } else { client.addr.as_str() };
+        let redacted = commands::redact::redacted(cmd, args);
+        let args = redacted.as_deref().unwrap_or(args);
         let line = commands::server_monitor_line(crate::clock::now_us(), client.db, addr, args);
         for id in self.server.monitors.clone() {
             if let Some(m) = self.server.clients.get_mut(&id) {
@@ -153,11 +162,13 @@ impl Executor {
         }
     }
 
-    pub(super) fn slowlog_record(&mut self, client: &Client, args: &[Bytes], duration_us: u64) {
+    pub(super) fn slowlog_record(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], duration_us: u64) {
         let threshold = self.server.settings.slowlog_threshold_us;
         if threshold < 0 || (duration_us as i64) < threshold {
             return;
         }
+        let redacted = commands::redact::redacted(cmd, args);
+        let args = redacted.as_deref().unwrap_or(args);
         // Like Redis: at most 32 arguments, each cut to 128 bytes.
         let mut logged: Vec<Bytes> = Vec::with_capacity(args.len().min(32));
         for (i, a) in args.iter().enumerate() {

@@ -686,7 +686,7 @@ impl Executor {
             }
         }
         if !cmd.has(Flag::SkipSlowlog) {
-            self.slowlog_record(client, args, elapsed);
+            self.slowlog_record(client, cmd, args, elapsed);
         }
         let threshold_ms = self.server.settings.latency_threshold_ms;
         if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading() {
@@ -695,6 +695,7 @@ impl Executor {
         }
         if exec {
             reply = self.exec_transaction(client);
+            self.feed_monitors(client, cmd, args);
             // EXECABORT: EXEC ran and failed.
             if reply.is_error() {
                 self.server.stats.command(cmd.id).failed_calls += 1;
@@ -752,7 +753,10 @@ impl Executor {
             self.log_publish(client, args);
         }
         self.signal_expired(client);
-        self.feed_monitors(client, cmd, args);
+        // EXEC goes to MONITOR after the commands it runs, as Redis feeds it when it ends.
+        if !matches!(next, Next::Exec) {
+            self.feed_monitors(client, cmd, args);
+        }
         let notifications = std::mem::take(&mut self.effects.notifications);
         self.publish_events(client, notifications);
         // Receivers of PUBLISH get their output released with this batch.
