@@ -893,3 +893,45 @@ fn a_restart_with_a_lower_proto_max_bulk_len_replays_what_was_accepted() {
     // The limit still holds for clients.
     assert!(redis::cmd("SETRANGE").arg("plain").arg(2_000_000).arg("x").query::<i64>(&mut c).is_err());
 }
+
+/// Keys SCAN or RANDOMKEY expire lazily go to the log (the replication stream) as plain
+/// DELs, as Redis propagates them for commands that touch arbitrary keys; a write command
+/// that expires keys still has its records wrapped in MULTI/EXEC. Compared with
+/// redis-server 7.0's AOF for the same sequence.
+#[test]
+fn keys_scan_and_randomkey_expire_are_logged_as_plain_dels_as_in_redis() {
+    let redis = Server::start_binary(Path::new("redis-server"), &["--appendonly", "yes", "--save", "", "--enable-debug-command", "yes"]);
+    let ours = Server::start(&["--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"]);
+    let mut logs = Vec::new();
+    for s in [&redis, &ours] {
+        let mut c = s.client();
+        let _: () = q(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+        // Database 1 holds only keys about to expire: RANDOMKEY expires every one it meets.
+        let _: () = q(&mut c, &["SELECT", "1"]);
+        for k in ["r1", "r2"] {
+            let _: () = q(&mut c, &["SET", k, "v", "PX", "30"]);
+        }
+        let _: () = q(&mut c, &["SELECT", "0"]);
+        for k in ["s1", "s2", "s3"] {
+            let _: () = q(&mut c, &["SET", k, "v", "PX", "30"]);
+        }
+        let _: () = q(&mut c, &["SET", "keep", "v"]);
+        std::thread::sleep(Duration::from_millis(80));
+        let _: redis::Value = q(&mut c, &["SCAN", "0", "MATCH", "s*", "COUNT", "100"]);
+        let _: () = q(&mut c, &["SELECT", "1"]);
+        let _: redis::Value = q(&mut c, &["RANDOMKEY"]);
+        let _: () = q(&mut c, &["SET", "after", "1"]);
+        // Redis writes its AOF after the reply (appendfsync everysec): give it the time.
+        std::thread::sleep(Duration::from_millis(1200));
+        let recs = records(&last_incr(s));
+        let from = recs.iter().position(|r| r.starts_with("SET keep")).expect("the SET of keep") + 1;
+        let tail: Vec<String> = recs[from..].iter().filter(|r| !r.starts_with('#') && !r.starts_with("SELECT")).cloned().collect();
+        logs.push(tail);
+    }
+    // The DELs' order follows each server's hash table: compare them as sets, in place.
+    let shape = |l: &[String]| l.iter().map(|r| if r.starts_with("DEL") { "DEL".to_string() } else { r.clone() }).collect::<Vec<_>>();
+    assert_eq!(shape(&logs[0]), shape(&logs[1]), "redis {:?} / ours {:?}", logs[0], logs[1]);
+    let mut dels: Vec<Vec<String>> = logs.iter().map(|l| l.iter().filter(|r| r.starts_with("DEL")).cloned().collect()).collect();
+    dels.iter_mut().for_each(|d| d.sort());
+    assert_eq!(dels[0], dels[1]);
+}

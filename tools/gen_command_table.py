@@ -178,6 +178,7 @@ TRAITS = {
     "no-key-tracking": "NoKeyTracking",
     "empties-databases": "EmptiesDatabases",
     "other-database": "OtherDatabase",
+    "arbitrary-keys": "ArbitraryKeys",
 }
 
 

@@ -718,6 +718,9 @@ impl Executor {
         timer: Option<Stamp>,
     ) -> (Reply, Option<Stamp>, Next, Logged) {
         client.last_cmd = cmd.name;
+        if cmd.is(Trait::ArbitraryKeys) && self.exec_depth == 1 && !client.in_script {
+            self.log.unwrapped = true;
+        }
         if cmd.has(Flag::Write) && (self.rewriting() || self.bgsave_walking() || self.sync_walking()) {
             self.capture_before_write(client.db, cmd, args);
         }

@@ -37,6 +37,9 @@ pub(super) struct LogPipeline {
     pub held: Vec<ClientId>,
     /// The executor's own request channel, for the log's fsync thread to wake it.
     pub wake_tx: Option<crate::conn::RequestTx>,
+    /// The running top-level command touches keys it does not name (SCAN, RANDOMKEY): the
+    /// DELs of what it expired are not wrapped in MULTI/EXEC, as Redis propagates them.
+    pub unwrapped: bool,
 }
 
 impl LogPipeline {
@@ -189,11 +192,12 @@ impl Executor {
     pub(super) fn commit_pending(&mut self) -> bool {
         self.log_deletions();
         let pending = std::mem::take(&mut self.log.pending);
+        let unwrapped = std::mem::take(&mut self.log.unwrapped);
         let Some(rec) = self.log.stream_mut() else { return false };
         if pending.is_empty() {
             return false;
         }
-        let wrap = pending.len() > 1;
+        let wrap = pending.len() > 1 && !unwrapped;
         if wrap {
             rec.command(pending[0].db, &[b"MULTI".as_slice()], None);
         }

@@ -131,6 +131,10 @@ pub enum Trait {
     /// Empties whole databases (FLUSHALL, FLUSHDB): a rewrite in progress captures no key
     /// before it.
     EmptiesDatabases,
+    /// Touches keys it does not name (SCAN, RANDOMKEY: Redis's hidden
+    /// TOUCHES_ARBITRARY_KEYS): the DELs of keys it expires go to the log one by one, not
+    /// wrapped in MULTI/EXEC.
+    ArbitraryKeys,
     /// Writes a key of another database than the client's (COPY with DB, SWAPDB): a rewrite
     /// in progress completes its walk before it.
     OtherDatabase,
