@@ -224,3 +224,40 @@ fn bcast_sends_one_message_per_prefix_per_batch_as_redis() {
     frames(&mut d, 0, "PING", 3, &mut f);
     assert!(f.is_empty(), "{} differences:\n{}", f.len(), f.join("\n"));
 }
+
+/// Scripts: the keys read by the read-only commands a script calls are tracked for its
+/// caller, not the keys it writes; a RESP2 client redirecting to a subscriber that then
+/// switches to RESP3 keeps receiving the invalidations (as pushes now).
+#[test]
+fn script_reads_and_a_redirect_switching_to_resp3_as_in_redis() {
+    let mut d = DiffPair::start();
+    let mut f = Vec::new();
+    let _ = d.on(0).hello(3).unwrap_or_else(|e| panic!("{e}"));
+    frames(&mut d, 0, "CLIENT TRACKING on", 1, &mut f);
+    frames(&mut d, 0, "EVAL \"redis.call('get', 'sr1') redis.call('set', 'sw1', 'x') return redis.call('exists', 'sr2')\" 0", 1, &mut f);
+    frames(&mut d, 1, "MSET sw1 y sr1 y sr2 y", 1, &mut f);
+    frames(&mut d, 0, "PING", 1, &mut f);
+    // With declared keys: a read remembers them all; a script that only writes, none.
+    frames(&mut d, 0, "EVAL \"redis.call('set', KEYS[2], 'x') return redis.call('get', 'undeclared')\" 2 dk1 dk2", 1, &mut f);
+    frames(&mut d, 0, "EVAL \"return redis.call('set', KEYS[1], 'x')\" 1 wk1", 1, &mut f);
+    frames(&mut d, 1, "MSET dk1 y dk2 y undeclared y wk1 y", 1, &mut f);
+    frames(&mut d, 0, "PING", 3, &mut f);
+
+    // Connection 2 subscribes in RESP2, connection 3 redirects to it, then 2 says HELLO 3.
+    let (r, o) = d.conns(2);
+    let (rid, oid) = (client_id(&r.call(&["CLIENT", "ID"])), client_id(&o.call(&["CLIENT", "ID"])));
+    frames(&mut d, 2, "SUBSCRIBE __redis__:invalidate", 1, &mut f);
+    let (r, o) = d.conns(3);
+    let a = r.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &rid]);
+    let b = o.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &oid]);
+    assert!(same(&a, &b, Cmp::Exact), "{} / {}", show(&a), show(&b));
+    frames(&mut d, 3, "GET t1", 1, &mut f);
+    frames(&mut d, 1, "SET t1 x", 1, &mut f);
+    pushed(&mut d, 2, "the RESP2 redirected invalidation", &mut f);
+    frames(&mut d, 2, "HELLO 3", 1, &mut f);
+    frames(&mut d, 3, "GET t2", 1, &mut f);
+    frames(&mut d, 1, "SET t2 x", 1, &mut f);
+    pushed(&mut d, 2, "the invalidation after HELLO 3", &mut f);
+    frames(&mut d, 2, "PING", 1, &mut f);
+    assert!(f.is_empty(), "{} differences:\n{}", f.len(), f.join("\n"));
+}

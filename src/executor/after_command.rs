@@ -207,6 +207,14 @@ impl Executor {
         if !client.tracking.as_ref().is_some_and(|m| m.remembers()) {
             return;
         }
+        // A read inside a script remembers the script's declared keys, as Redis remembers
+        // the keys of the caller's EVAL/FCALL (its trackingRememberKeys of the caller).
+        if client.in_script {
+            for key in &self.script_keys {
+                self.server.tracking.remember(key, client.id);
+            }
+            return;
+        }
         for (pos, _) in commands::keyspec::command_keys(cmd, args) {
             self.server.tracking.remember(&args[pos], client.id);
         }

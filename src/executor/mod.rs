@@ -75,6 +75,9 @@ pub struct Executor {
     pub keep_script_effects: bool,
     /// The durable log and the records on their way to it (see persist.rs).
     log: persist::LogPipeline,
+    /// The running script's declared keys, while a client tracks keys: what its reads
+    /// remember for the caller (see `remember_tracked_keys`).
+    script_keys: Vec<Bytes>,
     /// A background RDB save and the save points' state (see rdb_save.rs).
     rdb: rdb_save::RdbSide,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
@@ -139,6 +142,7 @@ impl Executor {
             inbox: None,
             busy_pump: None,
             log: persist::LogPipeline::default(),
+            script_keys: Vec::new(),
             rdb: rdb_save::RdbSide::default(),
             exec_depth: 0,
             load: load::Loader::default(),

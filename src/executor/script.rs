@@ -138,6 +138,9 @@ impl Executor {
             }
         });
         watch.start(self.loading(), running);
+        if self.server.tracking.clients > 0 {
+            self.script_keys = keys.to_vec();
+        }
         let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
         let effects = self.recording() || self.keep_script_effects;
         let mut bridge = ScriptBridge {
@@ -160,6 +163,7 @@ impl Executor {
         };
         let outcome = std::mem::take(&mut bridge.outcome);
         watch.finish();
+        self.script_keys.clear();
         client.in_script = false;
         client.deny_blocking = false;
         client.db = saved_db;
