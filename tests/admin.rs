@@ -390,3 +390,39 @@ fn debug_error_and_deny_scripts_match_redis() {
         ],
     );
 }
+
+/// The latency monitor records the active expiry cycle (`expire-cycle`) and an eviction
+/// cycle (`eviction-cycle`) where Redis does, with latency-monitor-threshold 1.
+#[test]
+fn latency_monitor_records_expire_and_eviction_cycles_like_redis() {
+    let redis = Server::start_redis(&["--latency-monitor-threshold", "1"]);
+    let ours = Server::start(&["--latency-monitor-threshold", "1", "--appendonly", "no"]);
+    let mut events = Vec::new();
+    for s in [&redis, &ours] {
+        let mut c = s.client();
+        let _: () =
+            redis::cmd("EVAL").arg("for i = 1, 200000 do redis.call('set', 'e' .. i, 'v', 'PX', 50) end").arg(0).query(&mut c).unwrap();
+        let _: () = redis::cmd("LATENCY").arg("RESET").query(&mut c).map(|_: i64| ()).unwrap();
+        // The keys expire; the cron's cycles work on them for a while.
+        std::thread::sleep(Duration::from_millis(1500));
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("allkeys-random").query(&mut c).unwrap();
+        let _: () = redis::cmd("EVAL")
+            .arg("for i = 1, 100000 do redis.call('set', 'v' .. i, string.rep('x', 100)) end")
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
+        let info: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+        let used: u64 = info.lines().find_map(|l| l.strip_prefix("used_memory:")).unwrap().trim().parse().unwrap();
+        // Half the memory goes at once: the next write evicts for more than a millisecond.
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(used / 2).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg("trigger").arg("1").query(&mut c).unwrap();
+        let latest: Vec<Vec<redis::Value>> = redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+        let mut names: Vec<String> = latest.iter().filter_map(|row| redis::from_redis_value::<String>(row[0].clone()).ok()).collect();
+        names.sort();
+        events.push(names);
+    }
+    for name in ["eviction-cycle", "expire-cycle"] {
+        assert!(events[0].contains(&name.to_string()), "redis: {:?}", events[0]);
+        assert!(events[1].contains(&name.to_string()), "ours: {:?} (redis: {:?})", events[1], events[0]);
+    }
+}

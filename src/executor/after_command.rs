@@ -12,6 +12,16 @@ use crate::state::ClientId;
 use crate::state::{Client, SlowLogEntry};
 
 impl Executor {
+    /// Redis's latencyAddSampleIfNeeded: `event` took `started.elapsed()`; recorded when
+    /// the latency monitor is on and that reaches its threshold (`latency-monitor-threshold`).
+    pub(super) fn latency_sample(&mut self, event: &'static str, started: std::time::Instant) {
+        let threshold_ms = self.server.settings.latency_threshold_ms;
+        let ms = started.elapsed().as_millis() as u64;
+        if threshold_ms > 0 && ms >= threshold_ms {
+            self.server.latency.add(event, crate::clock::now_ms() / 1000, ms);
+        }
+    }
+
     /// Sends a command line to every MONITOR client, with its sensitive arguments redacted
     /// (not admin commands, as Redis). The caller feeds a command after it ran, and a
     /// script's command (flagged skip-monitor) when the script is about to start, so its

@@ -62,7 +62,10 @@ impl Executor {
         }
         let policy = crate::db::evict::Policy::parse(self.server.config.get(P::MaxmemoryPolicy));
         let samples = self.server.config.get_int(P::MaxmemorySamples).clamp(1, 64) as usize;
-        self.ks.evict(policy, samples, maxmemory, self.now_ms, &Keyspace::used_memory)
+        let started = std::time::Instant::now();
+        let fits = self.ks.evict(policy, samples, maxmemory, self.now_ms, &Keyspace::used_memory);
+        self.latency_sample("eviction-cycle", started);
+        fits
     }
 
     /// `cmd` refused before running. A refused EXEC discards the transaction and says why

@@ -2,7 +2,7 @@
 //! (idle timeouts, active expiry, the log's retries and automatic rewrite, replication's
 //! keepalives) and the orderly shutdown.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Executor;
 use crate::commands;
@@ -60,7 +60,9 @@ impl Executor {
         // A FAILOVER waits for the stream to stop growing: expiry waits with the writes, as
         // Redis pauses it while writes are paused.
         if server.active_expire_enabled && server.repl.failover.is_none() {
+            let started = Instant::now();
             self.ks.active_expire_cycle(now, budget_us, &mut || server.random());
+            self.latency_sample("expire-cycle", started);
         }
         // Active expiry aborts watchers' transactions too; then the records can go (nothing
         // else consumes them yet).

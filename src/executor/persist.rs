@@ -221,8 +221,10 @@ impl Executor {
             m.flush();
         }
         let Some(aof) = self.log.aof.as_mut() else { return true };
+        let started = std::time::Instant::now();
         let ok = aof.flush().is_ok();
         self.server.aof_info = Some(aof.info());
+        self.latency_sample("aof-write", started);
         ok
     }
 
