@@ -198,3 +198,43 @@ fn monitor_and_slowlog_order_and_redact_like_redis() {
     assert_eq!(seen[0].0, seen[1].0, "MONITOR lines: redis / ours");
     assert_eq!(seen[0].1, seen[1].1, "SLOWLOG arguments: redis / ours");
 }
+
+/// CLIENT INFO's `cmd=` is the command looked up last, as Redis's lastcmd: a refused one
+/// (unknown: NULL; wrong arity; denied by ACL, also in the ACL LOG's client info), a queued
+/// one, EXEC after its transaction, EVAL after its script's commands.
+#[test]
+fn client_info_cmd_is_the_last_command_looked_up_like_redis() {
+    let redis = Server::start_redis(&[]);
+    let ours = Server::start(&[]);
+    let cmd_field = |text: &str| text.split_whitespace().find(|f| f.starts_with("cmd=")).unwrap_or("none").to_string();
+    let steps: &[&[&str]] = &[
+        &["NOSUCH"],
+        &["GET"],
+        &["GET", "a"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["EXEC"],
+        &["EVAL", "redis.call('set', 'b', '1') return redis.call('get', 'b')", "0"],
+        &["AUTH", "lim", "x"],
+        &["SET", "a", "2"],
+    ];
+    let mut seen = Vec::new();
+    for server in [&redis, &ours] {
+        let mut admin = server.raw();
+        admin.call(&[b"ACL", b"SETUSER", b"lim", b"on", b"nopass", b"+get", b"+client|info", b"~*"]);
+        let mut c = server.raw();
+        let mut fields = Vec::new();
+        for step in steps {
+            let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();
+            c.call(&args);
+            // CLIENT LIST of another client shows this one's last command.
+            let list = s(admin.call(&[b"CLIENT", b"LIST"]));
+            let line = list.lines().find(|l| l.starts_with("id=") && !l.contains("cmd=client|list")).unwrap_or("").to_string();
+            fields.push(format!("{:?} -> {}", step, cmd_field(&line)));
+        }
+        let log = s(admin.call(&[b"ACL", b"LOG", b"1"]));
+        fields.push(format!("acl log -> {}", cmd_field(&log)));
+        seen.push(fields);
+    }
+    assert_eq!(seen[0], seen[1], "redis / ours");
+}

@@ -561,12 +561,24 @@ impl Executor {
             Some(cmd) => Resolved::Found(cmd),
             None => commands::resolve(args),
         };
+        // CLIENT LIST's `cmd=` (and the ACL LOG's client info) is the command looked up last,
+        // refused or queued ones included (`NULL` for an unknown one), as Redis's lastcmd.
         let cmd = match resolution {
             Resolved::Found(cmd) => cmd,
-            Resolved::Unknown => return Self::reject(client, commands::unknown_command_error(args)),
-            Resolved::UnknownSubcommand => return Self::reject(client, commands::unknown_subcommand_error(args)),
-            Resolved::WrongArity(cmd) => return self.refuse(client, cmd, commands::wrong_arity_error(cmd)),
+            Resolved::Unknown | Resolved::UnknownSubcommand => {
+                client.last_cmd = "NULL";
+                let error = match resolution {
+                    Resolved::Unknown => commands::unknown_command_error(args),
+                    _ => commands::unknown_subcommand_error(args),
+                };
+                return Self::reject(client, error);
+            }
+            Resolved::WrongArity(cmd) => {
+                client.last_cmd = cmd.name;
+                return self.refuse(client, cmd, commands::wrong_arity_error(cmd));
+            }
         };
+        client.last_cmd = cmd.name;
         if !client.authenticated && !cmd.has(Flag::NoAuth) {
             return self.refuse(client, cmd, Reply::error("NOAUTH Authentication required."));
         }
@@ -699,6 +711,7 @@ impl Executor {
         }
         if exec {
             reply = self.exec_transaction(client);
+            client.last_cmd = cmd.name;
             self.feed_monitors(client, cmd, args);
             // EXECABORT: EXEC ran and failed.
             if reply.is_error() {
@@ -721,7 +734,6 @@ impl Executor {
         args: &[Bytes],
         timer: Option<Stamp>,
     ) -> (Reply, Option<Stamp>, Next, Logged) {
-        client.last_cmd = cmd.name;
         if cmd.is(Trait::ArbitraryKeys) && self.exec_depth == 1 && !client.in_script {
             self.log.unwrapped = true;
         }
