@@ -565,3 +565,22 @@ fn unpack_of_7999_arguments_into_redis_call_works_as_in_redis() {
     let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
     d.assert_script("unpack into redis.call", &cmds);
 }
+
+/// An OOM refusal of a command a script calls counts in INFO errorstats as Redis counts it.
+#[test]
+fn oom_inside_a_script_counts_in_errorstats_like_redis() {
+    let mut d = DiffPair::start();
+    d.assert_script(
+        "oom in a script",
+        &[
+            "SET big xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "CONFIG SET maxmemory 1",
+            "CONFIG RESETSTAT",
+            "EVAL \"return redis.call('set', 'x', 'y')\" 0",
+            "EVAL \"return redis.pcall('set', 'x', 'y')\" 0",
+            "EVAL \"return redis.call('get', 'big')\" 0",
+            "INFO errorstats",
+            "CONFIG SET maxmemory 0",
+        ],
+    );
+}
