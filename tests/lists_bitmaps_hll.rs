@@ -879,3 +879,40 @@ fn pfcount_accuracy() {
     check(&mut d, &["GET", "acc"]);
     check(&mut d, &["PFCOUNT", "acc", "nokey"]);
 }
+
+/// PFDEBUG and PFSELFTEST as Redis 7.0 answers them (the registers, the sparse opcodes, the
+/// encoding and the conversion), LOLWUT's version line, RESTORE-ASKING, and COMMAND COUNT
+/// (every Redis 7.0 command is in the table).
+#[test]
+fn pfdebug_pfselftest_lolwut_restore_asking_and_command_count_match_redis() {
+    let mut d = common::diff::DiffPair::start();
+    d.assert_script(
+        "internal commands",
+        &[
+            "PFADD h a b c d",
+            "PFDEBUG DECODE h",
+            "PFDEBUG ENCODING h",
+            "PFDEBUG GETREG h",
+            "PFDEBUG ENCODING h",
+            "PFDEBUG TODENSE h",
+            "PFADD h2 x",
+            "PFDEBUG TODENSE h2",
+            "PFDEBUG DECODE h2",
+            "PFCOUNT h h2",
+            "PFDEBUG NOSUCH h",
+            "PFDEBUG GETREG nokey",
+            "SET s x",
+            "PFDEBUG GETREG s",
+            "PFDEBUG GETREG",
+            "PFSELFTEST",
+            "PFSELFTEST x",
+            "LOLWUT",
+            "LOLWUT VERSION 7",
+            "LOLWUT VERSION x",
+            "COMMAND COUNT",
+            "SET src v",
+            "RESTORE-ASKING dst 0 \"\\x00\\x01v\\n\\x00\\x8b\\x9c\\xd9\\x1b\\xe7\\x8a\\x9e\\x05\"",
+            "GET dst",
+        ],
+    );
+}

@@ -574,6 +574,113 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     Ok(Reply::OK)
 }
 
+/// ```text
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key
+/// ```
+/// Redis's internal view of an HLL value: its registers (making it dense, as Redis does),
+/// its sparse opcodes, its encoding, or a conversion to dense.
+pub fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let sub = String::from_utf8_lossy(&args[1]).to_lowercase();
+    let key = &args[2][..];
+    let Some(data) = lookup_hll(ctx, key, true)?.map(|s| s.bytes().to_vec()) else {
+        return Err(CmdError::other("ERR The specified key does not exist"));
+    };
+    let sparse = data[4] == HLL_SPARSE;
+    match sub.as_str() {
+        "getreg" | "todense" => {
+            if sparse {
+                modify_str(ctx, key, sparse_to_dense).unwrap_or(Ok(()))?;
+                // Redis forces the conversion's propagation.
+                ctx.signal_modified(key);
+                ctx.dirty(1);
+            }
+            if sub == "todense" {
+                return Ok(Reply::Int(sparse as i64));
+            }
+            let Some(dense) = lookup_hll(ctx, key, false)? else { return Ok(Reply::Nil) };
+            let regs = &dense.bytes()[HLL_HDR_SIZE..];
+            Ok(Reply::Array((0..HLL_REGISTERS).map(|i| Reply::Int(dense_get(regs, i) as i64)).collect()))
+        }
+        "decode" => {
+            if !sparse {
+                return Err(CmdError::other("ERR HLL encoding is not sparse"));
+            }
+            let body = &data[HLL_HDR_SIZE..];
+            let mut parts = Vec::new();
+            let mut p = 0;
+            while p < body.len() {
+                let b = body[p];
+                if is_zero(b) {
+                    parts.push(format!("z:{}", zero_len(b)));
+                    p += 1;
+                } else if is_xzero(b) {
+                    parts.push(format!("Z:{}", xzero_len(b, body.get(p + 1).copied().unwrap_or(0))));
+                    p += 2;
+                } else {
+                    parts.push(format!("v:{},{}", val_value(b), val_len(b)));
+                    p += 1;
+                }
+            }
+            Ok(Reply::Bulk(Bytes::from(parts.join(" "))))
+        }
+        "encoding" => Ok(Reply::status(if sparse { "sparse" } else { "dense" })),
+        _ => Err(CmdError::Other(format!("ERR Unknown PFDEBUG subcommand '{}'", String::from_utf8_lossy(&args[1])).into())),
+    }
+}
+
+/// ```text
+/// PFSELFTEST
+/// ```
+/// Checks this implementation as Redis's checks its own: registers set and read back in the
+/// dense form, the sparse and dense forms agreeing element by element, and the estimate
+/// within its expected error at several cardinalities.
+pub fn pfselftest(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+    let fail = |what: String| Err(CmdError::Other(format!("TESTFAILED {what}").into()));
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut dense = vec![0u8; HLL_DENSE_SIZE];
+    for _ in 0..10 {
+        let mut expect = vec![0u8; HLL_REGISTERS];
+        for (i, e) in expect.iter_mut().enumerate() {
+            rng = crate::util::xorshift(rng);
+            *e = (rng as u8) & HLL_REGISTER_MAX;
+            dense_set(&mut dense[HLL_HDR_SIZE..], i, *e);
+        }
+        for (i, e) in expect.iter().enumerate() {
+            let got = dense_get(&dense[HLL_HDR_SIZE..], i);
+            if got != *e {
+                return fail(format!("Register {i} should be {e} but is {got}"));
+            }
+        }
+    }
+    let (mut sparse, mut full) = (new_hll(), new_hll());
+    if sparse_to_dense(&mut full).is_err() {
+        return fail("the empty sparse form did not convert".into());
+    }
+    let mut checkpoint = 1u64;
+    for n in 1..=100_000u64 {
+        rng = crate::util::xorshift(rng);
+        let ele = rng.to_le_bytes();
+        let (a, b) = (add(&mut sparse, &ele, 3000), add(&mut full, &ele, 3000));
+        if a.is_err() || b.is_err() || a.ok() != b.ok() {
+            return fail(format!("sparse and dense forms disagree at element {n}"));
+        }
+        if n == checkpoint {
+            checkpoint *= 10;
+            let mut regs = Box::new([0u8; HLL_REGISTERS]);
+            if merge_into(&mut regs, &full).is_err() {
+                return fail("the dense form did not read".into());
+            }
+            let est = estimate(&regs) as f64;
+            // 1.04/sqrt(m) is the standard error; five of them, and a little slack for tiny counts.
+            let max_err = 5.0 * 1.04 / (HLL_REGISTERS as f64).sqrt() * n as f64 + 1.0;
+            if (est - n as f64).abs() > max_err {
+                return fail(format!("Approximation error {} for cardinality {n} (estimate {est})", (est - n as f64).abs()));
+            }
+        }
+    }
+    Ok(Reply::OK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
