@@ -909,10 +909,27 @@ fn pfdebug_pfselftest_lolwut_restore_asking_and_command_count_match_redis() {
             "LOLWUT",
             "LOLWUT VERSION 7",
             "LOLWUT VERSION x",
+            "LOLWUT VERSION 4",
+            // Schotter's first two rows of squares are not disturbed: the same pixels.
+            "LOLWUT VERSION 5 66 8 2",
+            "LOLWUT VERSION 5 20 3 1",
+            "LOLWUT VERSION 5 1 1 1",
+            "LOLWUT VERSION 5 x",
             "COMMAND COUNT",
             "SET src v",
             "RESTORE-ASKING dst 0 \"\\x00\\x01v\\n\\x00\\x8b\\x9c\\xd9\\x1b\\xe7\\x8a\\x9e\\x05\"",
             "GET dst",
         ],
     );
+    // The random drawings: their frame and their credits.
+    for (args, credit) in [
+        (&["LOLWUT", "VERSION", "5"][..], "Georg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"),
+        (&["LOLWUT", "VERSION", "6", "30", "8"][..], "Original 8 bit image from Plaguemon by hikikomori. Redis ver. 7.0.15\n"),
+    ] {
+        let Ok(got) = d.ours_call(args) else { panic!("{args:?}") };
+        let text = String::from_utf8_lossy(&got.raw).into_owned();
+        assert!(text.ends_with(&format!("{credit}\r\n")), "{args:?}: {text}");
+        let lines = text.lines().count();
+        assert!(lines > 8, "{args:?}: {lines} lines");
+    }
 }

@@ -3,8 +3,8 @@
 
 use super::{
     acl, bitmaps, cluster, config_cmd, connection, debug, diagnostics, dump, functions, geo, hashes, hll, info, introspection, keys, lists,
-    module, pubsub, replication, scripting, server, sets, sort, stream_claims, stream_groups, stream_info, stream_reads, streams, strings,
-    transactions, zset_algebra, zset_pops, zsets, CmdError, Ctx, Handler,
+    lolwut, module, pubsub, replication, scripting, server, sets, sort, stream_claims, stream_groups, stream_info, stream_reads, streams,
+    strings, transactions, zset_algebra, zset_pops, zsets, CmdError, Ctx, Handler,
 };
 use crate::protocol::Reply;
 use crate::spec::COMMAND_IDS;
@@ -104,7 +104,7 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     unknown_subcommand, // 83
     server::time, // 84
     server::lastsave, // 85
-    server::lolwut, // 86
+    lolwut::lolwut, // 86
     server::bgrewriteaof, // 87
     server::slowlog_get, // 88
     server::slowlog_len, // 89

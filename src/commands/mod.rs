@@ -26,6 +26,7 @@ mod info;
 mod introspection;
 mod keys;
 mod lists;
+mod lolwut;
 mod module;
 pub mod pubsub;
 pub mod redact;

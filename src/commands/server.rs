@@ -102,18 +102,6 @@ pub fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
 }
 
 /// ```text
-/// LOLWUT [VERSION version]
-/// ```
-/// Redis 7.0's own version draws nothing: the version line, as verbatim text. (VERSION 5 and
-/// 6, Redis's drawings, answer the same line here.)
-pub fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    if args.len() >= 3 && eq_ignore_case(&args[1], "version") {
-        crate::commands::arg_i64(&args[2])?;
-    }
-    Ok(Reply::Verbatim(*b"txt", Bytes::from(format!("Redis ver. {}\n", crate::REDIS_VERSION))))
-}
-
-/// ```text
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 /// ```
 /// On success nothing is replied: the connection closes as the server exits.
