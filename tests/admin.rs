@@ -426,3 +426,38 @@ fn latency_monitor_records_expire_and_eviction_cycles_like_redis() {
         assert!(events[1].contains(&name.to_string()), "ours: {:?} (redis: {:?})", events[1], events[0]);
     }
 }
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD and DEBUG REPLYBUFFER accept what Redis accepts (the list
+/// commands on elements over a threshold answer the same as Redis's plain nodes).
+#[test]
+fn debug_quicklist_threshold_and_replybuffer_match_redis() {
+    let mut d = DiffPair::start_with(&["--enable-debug-command", "yes"], &["--enable-debug-command", "yes"]);
+    let big = "x".repeat(2000);
+    let script: Vec<String> = vec![
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 1k".into(),
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 5gb".into(),
+        "DEBUG QUICKLIST-PACKED-THRESHOLD abc".into(),
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 0".into(),
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 1k".into(),
+        format!("LPUSH l a {big} b"),
+        "LINDEX l 1".into(),
+        format!("LINSERT l BEFORE {big} c"),
+        format!("LSET l 0 {big}"),
+        format!("LPOS l {big} RANK 2"),
+        format!("LREM l 1 {big}"),
+        "LMOVE l l2 LEFT RIGHT".into(),
+        "LTRIM l 0 0".into(),
+        "LRANGE l 0 -1".into(),
+        "LRANGE l2 0 -1".into(),
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 0".into(),
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME never".into(),
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME reset".into(),
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME 100".into(),
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME x".into(),
+        "DEBUG REPLYBUFFER RESIZING 0".into(),
+        "DEBUG REPLYBUFFER RESIZING 1".into(),
+        "DEBUG REPLYBUFFER BOGUS 1".into(),
+    ];
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    d.assert_script("debug quicklist and replybuffer", &script);
+}

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use super::{help_reply, CmdError, Ctx};
 use crate::config::P;
 use crate::protocol::{ProtocolVersion, Reply};
+use crate::util::eq_ignore_case;
 
 /// ```text
 /// DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | HELP
@@ -82,9 +83,29 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             repl.second_offset = None;
             Ok(Reply::OK)
         }
-        // Vermilion's lists are not quicklists of listpacks: there is nothing to tune or show.
+        // Redis stores a list element above this size in a plain node of its own. Here an
+        // element over a chunk's 8 KB always has a chunk of its own, whatever the threshold:
+        // the commands answer the same; the setting is checked as Redis checks it.
         ("quicklist-packed-threshold", 3) => {
-            Err(CmdError::other("ERR DEBUG QUICKLIST-PACKED-THRESHOLD is not supported: lists are not quicklists here"))
+            let size = std::str::from_utf8(&args[2]).ok().and_then(crate::config::parse_memory);
+            match size {
+                Some(sz) if sz <= (1u64 << 32) - (1 << 20) => Ok(Reply::OK),
+                _ => Err(CmdError::other("ERR argument must be a memory value bigger than 1 and smaller than 4gb")),
+            }
+        }
+        // The reply buffer's peak reset and resizing: our output buffers are sized per write.
+        ("replybuffer", 4) => {
+            let sub = String::from_utf8_lossy(&args[2]).to_lowercase();
+            match sub.as_str() {
+                "peak-reset-time" => {
+                    if !eq_ignore_case(&args[3], "never") && !eq_ignore_case(&args[3], "reset") {
+                        crate::commands::arg_i64(&args[3])?;
+                    }
+                    Ok(Reply::OK)
+                }
+                "resizing" => Ok(Reply::OK),
+                _ => Err(crate::commands::subcommand_syntax_error(args)),
+            }
         }
         ("listpack", 3) => Err(CmdError::other("ERR DEBUG LISTPACK is not supported: values are not listpacks here")),
         ("help", _) => Ok(help_reply(&[
@@ -117,6 +138,13 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+            "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+            "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+            "REPLYBUFFER RESIZING <0|1>",
+            "    Enable or disable the reply buffer resize cron job",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",
             "    Enable or disable the deny-script flag of commands (scripts may then call",
             "    commands flagged noscript).",
