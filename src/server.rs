@@ -21,37 +21,162 @@ use crate::log;
 use crate::protocol::{DecodeLimits, RequestDecoder};
 use crate::state::{ClientOutput, ConnFlags};
 
-/// A listening socket, plain or TLS (`tls-port`).
+/// A listening socket, plain or TLS (`tls-port`), bound (non-blocking) before the runtime
+/// takes it.
 pub struct Listener {
-    pub socket: TcpListener,
+    pub socket: std::net::TcpListener,
     pub tls: Option<TlsAcceptor>,
 }
 
-/// Accepts connections on every listener until the process ends.
+/// The plain listeners' accept tasks, by address: CONFIG SET port/bind replaces them while
+/// the server runs (`replace_plain_listeners`).
+struct Accepting {
+    tasks: Vec<(SocketAddr, tokio::task::JoinHandle<()>)>,
+    exec: ExecutorHandle,
+    next_id: Arc<AtomicU64>,
+    runtime: tokio::runtime::Handle,
+}
+
+static PLAIN: std::sync::Mutex<Option<Accepting>> = std::sync::Mutex::new(None);
+
+/// Starts accepting connections on every listener (until the process ends, or until CONFIG
+/// SET replaces a plain one).
 pub async fn serve(listeners: Vec<Listener>, exec: ExecutorHandle) {
     let next_id = Arc::new(AtomicU64::new(1));
-    let mut tasks = Vec::new();
+    let runtime = tokio::runtime::Handle::current();
+    let mut plain = Vec::new();
     for listener in listeners {
-        let exec = exec.clone();
-        let next_id = next_id.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                match listener.socket.accept().await {
-                    Ok((sock, peer)) => {
-                        let id = next_id.fetch_add(1, Ordering::Relaxed);
-                        tokio::spawn(connection(sock, peer, id, exec.clone(), listener.tls.clone()));
-                    }
-                    Err(e) => {
-                        log::warning(&format!("Accepting client connection: {e}"));
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    }
+        let addr = listener.socket.local_addr();
+        let task = accept_loop(&runtime, listener, exec.clone(), next_id.clone());
+        if let Ok(addr) = addr {
+            plain.push((addr, task));
+        }
+    }
+    // TLS listeners are not replaced: only the plain ones are kept by address.
+    plain.retain(|(addr, _)| is_plain_port(addr));
+    if let Ok(mut guard) = PLAIN.lock() {
+        *guard = Some(Accepting { tasks: plain, exec, next_id, runtime });
+    }
+}
+
+/// Plain listeners are recorded by the port they were bound to at start (`PLAIN_PORT`).
+static PLAIN_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn is_plain_port(addr: &SocketAddr) -> bool {
+    addr.port() as u32 == PLAIN_PORT.load(Ordering::Relaxed)
+}
+
+/// Records the port the plain listeners are on (the TLS ones are kept apart by it).
+pub fn set_plain_port(port: u16) {
+    PLAIN_PORT.store(port as u32, Ordering::Relaxed);
+}
+
+fn accept_loop(
+    runtime: &tokio::runtime::Handle,
+    listener: Listener,
+    exec: ExecutorHandle,
+    next_id: Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<()> {
+    runtime.spawn(async move {
+        let socket = match TcpListener::from_std(listener.socket) {
+            Ok(s) => s,
+            Err(e) => {
+                log::warning(&format!("Can't accept on a listening socket: {e}"));
+                return;
+            }
+        };
+        loop {
+            match socket.accept().await {
+                Ok((sock, peer)) => {
+                    let id = next_id.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(connection(sock, peer, id, exec.clone(), listener.tls.clone()));
+                }
+                Err(e) => {
+                    log::warning(&format!("Accepting client connection: {e}"));
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 }
             }
-        }));
+        }
+    })
+}
+
+/// The addresses `bind` names on `port`, each with whether it may be unavailable (a
+/// leading `-`).
+fn addresses(binds: &[String], port: u16) -> Result<Vec<(SocketAddr, bool)>, String> {
+    binds
+        .iter()
+        .map(|b| {
+            let (optional, host) = match b.strip_prefix('-') {
+                Some(h) => (true, h),
+                None => (false, b.as_str()),
+            };
+            let host = match host {
+                "*" => "0.0.0.0",
+                "::*" => "::",
+                h => h,
+            };
+            match format!("{host}:{port}").parse().or_else(|_| format!("[{host}]:{port}").parse()) {
+                Ok(a) => Ok((a, optional)),
+                Err(_) => Err(format!("Invalid bind address '{host}'")),
+            }
+        })
+        .collect()
+}
+
+/// Binds every address of `bind` on `port`, non-blocking, except those in `keep` (already
+/// listening there).
+pub fn bind_all(binds: &[String], port: u16, keep: &[SocketAddr]) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut out = Vec::new();
+    let mut any = false;
+    for (addr, optional) in addresses(binds, port)? {
+        if keep.contains(&addr) {
+            any = true;
+            continue;
+        }
+        match std::net::TcpListener::bind(addr).and_then(|l| l.set_nonblocking(true).map(|_| l)) {
+            Ok(l) => {
+                any = true;
+                out.push(l);
+            }
+            Err(e) if optional => log::verbose(&format!("Skipping optional bind {addr}: {e}")),
+            Err(e) => return Err(format!("Warning: Could not create server TCP listening socket {addr}: {e}")),
+        }
     }
-    for t in tasks {
-        let _ = t.await;
+    if !any {
+        return Err("Failed listening on port (tcp), aborting.".into());
     }
+    Ok(out)
+}
+
+/// CONFIG SET port/bind: listens on `binds` at `port` (0: nowhere), keeping the listeners
+/// already on an address asked for and closing the others (their connections go on).
+/// Nothing changes on failure.
+pub fn replace_plain_listeners(binds: &[String], port: u16) -> Result<(), String> {
+    let mut guard = PLAIN.lock().map_err(|_| "the listeners' registry is unavailable".to_string())?;
+    let Some(acc) = guard.as_mut() else { return Err("not listening".into()) };
+    let current: Vec<SocketAddr> = acc.tasks.iter().map(|(a, _)| *a).collect();
+    let (requested, new) = if port == 0 {
+        (Vec::new(), Vec::new())
+    } else {
+        let requested: Vec<SocketAddr> = addresses(binds, port)?.into_iter().map(|(a, _)| a).collect();
+        (requested, bind_all(binds, port, &current)?)
+    };
+    let mut kept = Vec::new();
+    for (addr, task) in acc.tasks.drain(..) {
+        if requested.contains(&addr) {
+            kept.push((addr, task));
+        } else {
+            task.abort();
+        }
+    }
+    for socket in new {
+        if let Ok(addr) = socket.local_addr() {
+            kept.push((addr, accept_loop(&acc.runtime, Listener { socket, tls: None }, acc.exec.clone(), acc.next_id.clone())));
+        }
+    }
+    acc.tasks = kept;
+    set_plain_port(port);
+    Ok(())
 }
 
 /// A TLS handshake that takes longer than this is dropped (it holds a connection slot).

@@ -106,3 +106,38 @@ fn module_commands_match_redis() {
     let mut d = DiffPair::start_with(&["--enable-module-command", "yes"], &["--enable-module-command", "yes"]);
     d.assert_script("module allowed", &["MODULE LOAD /nonexistent.so a b", "MODULE LOADEX /nonexistent.so bogus", "MODULE UNLOAD foo"]);
 }
+
+/// CONFIG SET port and bind listen again at once, as Redis does: new connections go to the
+/// new port (the old one refuses them; connected clients stay), and a port or address that
+/// cannot be listened on fails the whole call with Redis's text, every parameter of it kept.
+#[test]
+fn config_set_port_and_bind_rebind_and_roll_back_like_redis() {
+    let redis = common::Server::start_redis(&["--bind", "127.0.0.1"]);
+    let ours = common::Server::start(&["--bind", "127.0.0.1"]);
+    // A port someone else listens on.
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().port().to_string();
+    let mut texts = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.raw();
+        let mut got = Vec::new();
+        let call = |c: &mut common::RawConn, args: &[&str]| {
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            String::from_utf8_lossy(&c.call(&args)).into_owned()
+        };
+        got.push(call(&mut c, &["CONFIG", "SET", "maxmemory", "0"]));
+        got.push(call(&mut c, &["CONFIG", "SET", "port", &taken, "maxmemory", "10mb"]));
+        got.push(call(&mut c, &["CONFIG", "GET", "maxmemory"]));
+        got.push(call(&mut c, &["CONFIG", "SET", "bind", "10.255.255.1"]));
+        got.push(call(&mut c, &["CONFIG", "GET", "bind"]));
+        let fresh = common::free_port();
+        got.push(call(&mut c, &["CONFIG", "SET", "port", &fresh.to_string()]));
+        // The connection that asked goes on; new ones come on the new port only.
+        got.push(call(&mut c, &["PING"]));
+        let mut n = common::RawConn::connect(fresh);
+        got.push(call(&mut n, &["PING"]));
+        assert!(std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err(), "the old port still accepts");
+        texts.push(got);
+    }
+    assert_eq!(texts[0], texts[1], "redis / ours");
+}

@@ -1,7 +1,5 @@
 //! `vermilion-server [CONFIG_FILE] [--name value ...]`: the same invocation as redis-server.
 
-use std::net::SocketAddr;
-
 use vermilion::config::Config;
 use vermilion::config::P;
 use vermilion::executor::{Executor, Request};
@@ -108,20 +106,21 @@ fn main() {
     } else {
         None
     };
-    let listeners = runtime.block_on(async {
+    let listeners = (|| {
         let mut out = Vec::new();
         if port > 0 {
-            out.extend(bind_all(&binds, port as u16).await?.into_iter().map(|socket| Listener { socket, tls: None }));
+            out.extend(vermilion::server::bind_all(&binds, port as u16, &[])?.into_iter().map(|socket| Listener { socket, tls: None }));
         }
         if let Some(acceptor) = &tls {
-            let bound = bind_all(&binds, tls_port as u16).await?;
+            let bound = vermilion::server::bind_all(&binds, tls_port as u16, &[])?;
             out.extend(bound.into_iter().map(|socket| Listener { socket, tls: Some(acceptor.clone()) }));
         }
         if out.is_empty() {
             return Err("Configured to not listen anywhere, exiting.".to_string());
         }
         Ok(out)
-    });
+    })();
+    vermilion::server::set_plain_port(port as u16);
     let listeners = match listeners {
         Ok(l) => l,
         Err(e) => {
@@ -167,35 +166,4 @@ fn main() {
         runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     }
     std::process::exit(if panicked { 1 } else { 0 });
-}
-
-/// Binds every address of `bind`; a leading `-` marks an address that may be unavailable.
-async fn bind_all(binds: &[String], port: u16) -> Result<Vec<tokio::net::TcpListener>, String> {
-    let mut out = Vec::new();
-    for b in binds {
-        let (optional, host) = match b.strip_prefix('-') {
-            Some(h) => (true, h),
-            None => (false, b.as_str()),
-        };
-        let host = if host == "*" {
-            "0.0.0.0"
-        } else if host == "::*" {
-            "::"
-        } else {
-            host
-        };
-        let addr: SocketAddr = match format!("{host}:{port}").parse().or_else(|_| format!("[{host}]:{port}").parse()) {
-            Ok(a) => a,
-            Err(_) => return Err(format!("Invalid bind address '{host}'")),
-        };
-        match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => out.push(l),
-            Err(e) if optional => log::verbose(&format!("Skipping optional bind {addr}: {e}")),
-            Err(e) => return Err(format!("Warning: Could not create server TCP listening socket {host}:{port}: {e}")),
-        }
-    }
-    if out.is_empty() {
-        return Err("Failed listening on port (tcp), aborting.".into());
-    }
-    Ok(out)
 }

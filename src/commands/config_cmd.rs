@@ -94,6 +94,22 @@ pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
             return Err(failed(name, &reason));
         }
     }
+    // A new port or bind address is listened on before anything is committed: a failure
+    // leaves every parameter of the call as it was, as Redis restores them.
+    let (port, bind) = (staged.get(P::Port), staged.get(P::Bind));
+    if port != ctx.server.config.get(P::Port) || bind != ctx.server.config.get(P::Bind) {
+        let binds: Vec<String> = bind.split_whitespace().map(str::to_string).collect();
+        let port_changed = port != ctx.server.config.get(P::Port);
+        let port: u16 = port.parse().unwrap_or(0);
+        if let Err(e) = crate::server::replace_plain_listeners(&binds, port) {
+            crate::log::warning(&format!("CONFIG SET could not listen where asked: {e}"));
+            return Err(if port_changed {
+                failed("port", "Unable to listen on this port. Check server logs.")
+            } else {
+                failed("bind", "Failed to bind to specified addresses.")
+            });
+        }
+    }
     ctx.server.config = staged;
     for name in names {
         apply(ctx, name);
