@@ -273,7 +273,11 @@ async fn run_connection<R, W>(
     // After a protocol error the last batch is on its way: read nothing more.
     let mut closing = false;
     loop {
-        if buf.capacity() - buf.len() < 4096 {
+        // A buffer a big request grew goes back to its usual size once it is empty, as
+        // Redis's cron resizes a query buffer past 32 KB (PROTO_RESIZE_THRESHOLD).
+        if buf.is_empty() && buf.capacity() > 32 * 1024 {
+            buf = BytesMut::with_capacity(16 * 1024);
+        } else if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
         let at_limit = flags.inflight.load(Ordering::Acquire) >= MAX_INFLIGHT;
@@ -383,6 +387,8 @@ fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &Ex
         }
     }
     flags.qbuf.store(buf.len() as u64, Ordering::Relaxed);
+    flags.qbuf_cap.store(buf.capacity() as u64, Ordering::Relaxed);
+    flags.argv_partial.store(decoder.partial_argv_len() as u64, Ordering::Relaxed);
     if protocol_error.is_none() && buf.len() as u64 > exec.limits.client_query_buffer_limit.load(Ordering::Relaxed) {
         log::warning(&format!(
             "Closing client that reached max query buffer length: id={id} (qbuf initial bytes: {:?})",

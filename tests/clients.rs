@@ -238,3 +238,45 @@ fn client_info_cmd_is_the_last_command_looked_up_like_redis() {
     }
     assert_eq!(seen[0], seen[1], "redis / ours");
 }
+
+/// CLIENT LIST's buffer fields are the real ones: the running command's bytes and
+/// arguments (`qbuf`, `argv-mem`, equal to Redis's), a half-sent command (`qbuf`), queued
+/// commands (`multi-mem`), and output a client does not read (`obl`/`omem`, `tot-mem`).
+#[test]
+fn client_list_buffer_fields_are_real_like_redis() {
+    use std::io::Write;
+    let redis = Server::start_redis(&[]);
+    let ours = Server::start(&[]);
+    let field = |line: &str, name: &str| -> u64 {
+        line.split_whitespace().find_map(|f| f.strip_prefix(&format!("{name}="))).and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    for server in [&redis, &ours] {
+        let mut me = server.raw();
+        let info = s(me.call(&[b"CLIENT", b"INFO"]));
+        assert_eq!((field(&info, "qbuf"), field(&info, "argv-mem")), (26, 10), "{info}");
+        me.call(&[b"SET", b"big", &vec![b'x'; 100_000]]);
+        let mut queued = server.raw();
+        queued.call(&[b"CLIENT", b"SETNAME", b"queued"]);
+        queued.call(&[b"MULTI"]);
+        queued.call(&[b"SET", b"k", b"v"]);
+        let mut half = server.raw();
+        half.call(&[b"CLIENT", b"SETNAME", b"half"]);
+        half.send(b"*3\r\n$3\r\nSET\r\n");
+        let mut deaf = server.raw();
+        deaf.call(&[b"CLIENT", b"SETNAME", b"deaf"]);
+        let mut pipeline = Vec::new();
+        for _ in 0..200 {
+            pipeline.extend_from_slice(b"GET big\r\n");
+        }
+        deaf.stream.write_all(&pipeline).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let list = s(me.call(&[b"CLIENT", b"LIST"]));
+        let line = |name: &str| list.lines().find(|l| l.contains(&format!("name={name} "))).unwrap_or("").to_string();
+        let (q, h, d) = (line("queued"), line("half"), line("deaf"));
+        assert!(field(&q, "multi-mem") > 0 && q.contains("multi=1"), "{q}");
+        // Redis has parsed the first argument already (argv-mem), we keep the bytes (qbuf).
+        assert!(field(&h, "qbuf") + field(&h, "argv-mem") > 0, "{h}");
+        assert!(field(&d, "obl") + field(&d, "omem") > 100_000, "{d}");
+        assert!(field(&d, "tot-mem") > 100_000, "{d}");
+    }
+}

@@ -65,8 +65,15 @@ fn check_credentials(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]
 
 /// Adds an ACL LOG entry for the running client.
 pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: String, username: String) {
-    let entry =
-        crate::acl::LogEntry { count: 1, reason, context, object, username, ctime_ms: ctx.now_ms, client_info: client_line(ctx.client) };
+    let entry = crate::acl::LogEntry {
+        count: 1,
+        reason,
+        context,
+        object,
+        username,
+        ctime_ms: ctx.now_ms,
+        client_info: client_line(ctx.client, None),
+    };
     let max = ctx.server.config.get_int(P::AcllogMaxLen).max(0) as usize;
     ctx.server.acl.log_denial(entry, max);
 }
@@ -203,11 +210,33 @@ fn client_type(c: &Client) -> &'static str {
     }
 }
 
-/// One CLIENT LIST line, in Redis 7.0's field order.
-pub fn client_line(c: &Client) -> String {
+/// One CLIENT LIST line, in Redis 7.0's field order. `current`: the command the client is
+/// running (the caller's own line), whose bytes are still in Redis's query buffer and
+/// whose arguments are its `argv-mem`.
+pub fn client_line(c: &Client, current: Option<&[Bytes]>) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = (crate::clock::now_ms() - c.last_interaction_ms).max(0) / 1000;
-    let qbuf = c.flags.qbuf.load(Ordering::Relaxed);
+    // The buffers' real figures: the task's query buffer, the arguments of the running
+    // command, the queued commands, the executor's output and what the task still holds.
+    let argv_mem: u64 = current.map_or(c.flags.argv_partial.load(Ordering::Relaxed), |a| a.iter().map(|x| x.len() as u64).sum());
+    let request: u64 = current.map_or(0, |a| {
+        let digits = |n: usize| n.to_string().len() as u64;
+        3 + digits(a.len()) + a.iter().map(|x| 5 + digits(x.len()) + x.len() as u64).sum::<u64>()
+    });
+    let qbuf = c.flags.qbuf.load(Ordering::Relaxed) + request;
+    let qbuf_cap = c.flags.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
+    let multi_mem: u64 = c.txn.multi.as_ref().map_or(0, |q| {
+        q.iter()
+            .map(|(_, args)| {
+                (std::mem::size_of::<crate::state::QueuedCommand>()
+                    + args.iter().map(|a| a.len() + std::mem::size_of::<Bytes>()).sum::<usize>()) as u64
+            })
+            .sum()
+    });
+    let (rbs, obl) = (c.out.capacity() as u64, c.out.len() as u64);
+    let omem = c.flags.task_pending.load(Ordering::Relaxed);
+    let oll = (omem > 0) as u64;
+    let tot_mem = std::mem::size_of::<Client>() as u64 + qbuf_cap + argv_mem + multi_mem + rbs + omem;
     let name = c.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let resp = if c.proto == ProtocolVersion::Resp3 { 3 } else { 2 };
     // Redis's letters, in Redis's order (catClientInfoString).
@@ -230,7 +259,7 @@ pub fn client_line(c: &Client) -> String {
     }
     let multi = c.txn.multi.as_ref().map(|q| q.len()).or(c.txn.exec_queued).map_or(-1, |n| n as i64);
     format!(
-        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}\n",
         c.id,
         c.addr,
         c.laddr,
@@ -244,16 +273,23 @@ pub fn client_line(c: &Client) -> String {
         c.subs.shard_channels.len(),
         multi,
         qbuf,
-        16384u64.saturating_sub(qbuf),
-        16384 + qbuf + c.out.capacity() as u64,
+        qbuf_cap - qbuf,
+        argv_mem,
+        multi_mem,
+        rbs,
+        rbs,
+        obl,
+        oll,
+        omem,
+        tot_mem,
         c.last_cmd,
         c.user,
         resp
     )
 }
 
-pub fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    Ok(Reply::Verbatim(*b"txt", Bytes::from(client_line(ctx.client))))
+pub fn client_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    Ok(Reply::Verbatim(*b"txt", Bytes::from(client_line(ctx.client, Some(args)))))
 }
 
 /// ```text
@@ -277,7 +313,8 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         for id in ids.into_iter().filter(|id| *id > 0).map(|id| id as u64) {
             let found = if id == ctx.client.id { Some(&*ctx.client) } else { ctx.server.clients.get(&id).map(|c| &**c) };
             if let Some(c) = found {
-                text.push_str(&client_line(c));
+                let current = (c.id == ctx.client.id).then_some(args);
+                text.push_str(&client_line(c, current));
             }
         }
         return Ok(Reply::Verbatim(*b"txt", Bytes::from(text)));
@@ -289,7 +326,8 @@ pub fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
         if kind.as_deref().is_some_and(|k| k != client_type(c)) {
             continue;
         }
-        text.push_str(&client_line(c));
+        let current = (c.id == ctx.client.id).then_some(args);
+        text.push_str(&client_line(c, current));
     }
     Ok(Reply::Verbatim(*b"txt", Bytes::from(text)))
 }

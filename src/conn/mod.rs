@@ -105,6 +105,10 @@ pub struct ConnFlags {
     pub authenticated: AtomicBool,
     /// Bytes waiting in the connection's query buffer (for CLIENT LIST `qbuf`).
     pub qbuf: AtomicU64,
+    /// The query buffer's allocated size (CLIENT LIST `qbuf-free` is what is not used).
+    pub qbuf_cap: AtomicU64,
+    /// The arguments of a command read in part (CLIENT LIST `argv-mem` while it waits).
+    pub argv_partial: AtomicU64,
     /// Batches sent to the executor and not yet answered; the task stops reading at
     /// `MAX_INFLIGHT` so a client that pipelines without reading cannot pile up work.
     pub inflight: AtomicU64,

@@ -45,6 +45,8 @@ pub struct RequestDecoder {
     /// Length of the bulk whose header was read, awaiting its payload.
     bulk_len: Option<usize>,
     args: Vec<Bytes>,
+    /// The bytes of `args`, kept as they come (CLIENT LIST reads it after every read).
+    args_len: usize,
 }
 
 impl RequestDecoder {
@@ -53,6 +55,12 @@ impl RequestDecoder {
     }
 
     /// True when part of a command has been consumed but not completed.
+    /// Bytes of the arguments of the command in progress parsed so far (CLIENT LIST
+    /// `argv-mem` of a client that sent part of a command).
+    pub fn partial_argv_len(&self) -> usize {
+        self.args_len
+    }
+
     pub fn in_progress(&self) -> bool {
         self.multibulk_left > 0
     }
@@ -114,10 +122,12 @@ impl RequestDecoder {
                 let arg = buf.split_to(len).freeze();
                 // Redis does not check the two bytes after the payload; neither do we.
                 buf.advance(2);
+                self.args_len += arg.len();
                 self.args.push(arg);
                 self.bulk_len = None;
                 self.multibulk_left -= 1;
             }
+            self.args_len = 0;
             return Ok(Some(std::mem::take(&mut self.args)));
         }
     }
@@ -145,6 +155,7 @@ impl RequestDecoder {
         }
         self.multibulk_left = count as usize;
         self.args = Vec::with_capacity((count as usize).min(1024));
+        self.args_len = 0;
         Ok(Header::Started)
     }
 
