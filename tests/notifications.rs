@@ -531,3 +531,40 @@ fn expired_events() {
         ],
     );
 }
+
+/// Eviction publishes an `evicted` keyspace event per evicted key, as Redis does: on both
+/// servers the subscriber hears exactly INFO's evicted_keys.
+#[test]
+fn eviction_publishes_evicted_events_like_redis() {
+    use std::io::{Read, Write};
+    let redis = common::Server::start_redis(&[]);
+    let ours = common::Server::start(&["--appendonly", "no"]);
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("Ee").query(&mut c).unwrap();
+        let mut sub = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        sub.write_all(b"SUBSCRIBE __keyevent@0__:evicted\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let info: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+        let used: u64 = info.lines().find_map(|l| l.strip_prefix("used_memory:")).unwrap().trim().parse().unwrap();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("allkeys-random").query(&mut c).unwrap();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(used + 300_000).query(&mut c).unwrap();
+        for i in 0..4000 {
+            let _: () = redis::cmd("SET").arg(format!("k{i}")).arg("x".repeat(200)).query(&mut c).unwrap();
+        }
+        let stats: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+        let evicted: usize = stats.lines().find_map(|l| l.strip_prefix("evicted_keys:")).unwrap().trim().parse().unwrap();
+        assert!(evicted > 100, "nothing was evicted");
+        sub.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = sub.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let heard = String::from_utf8_lossy(&got).matches("message\r\n$22\r\n__keyevent@0__:evicted\r\n").count();
+        assert_eq!(heard, evicted, "port {}: evicted events heard / evicted_keys", server.port);
+    }
+}
