@@ -421,6 +421,24 @@ fn latency_monitor_records_expire_and_eviction_cycles_like_redis() {
         names.sort();
         events.push(names);
     }
+    // One big key evicted: its deletion takes milliseconds (`eviction-del`).
+    for s in [&redis, &ours] {
+        let mut c = s.client();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0).query(&mut c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        let _: () = redis::cmd("EVAL")
+            .arg("for i = 1, 300000, 1000 do local t = {} for j = i, i + 999 do t[#t + 1] = j end redis.call('sadd', 'big', unpack(t)) end")
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("LATENCY").arg("RESET").query(&mut c).map(|_: i64| ()).unwrap();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(1).query(&mut c).unwrap();
+        let _ = redis::cmd("SET").arg("trigger").arg("1").query::<()>(&mut c);
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0).query(&mut c).unwrap();
+        let latest: Vec<Vec<redis::Value>> = redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+        let names: Vec<String> = latest.iter().filter_map(|row| redis::from_redis_value::<String>(row[0].clone()).ok()).collect();
+        assert!(names.contains(&"eviction-del".to_string()), "port {}: {names:?}", s.port);
+    }
     for name in ["eviction-cycle", "expire-cycle"] {
         assert!(events[0].contains(&name.to_string()), "redis: {:?}", events[0]);
         assert!(events[1].contains(&name.to_string()), "ours: {:?} (redis: {:?})", events[1], events[0]);
@@ -460,4 +478,20 @@ fn debug_quicklist_threshold_and_replybuffer_match_redis() {
     ];
     let script: Vec<&str> = script.iter().map(String::as_str).collect();
     d.assert_script("debug quicklist and replybuffer", &script);
+}
+
+/// A slow fsync under `appendfsync always` (a failpoint delays it) is recorded as
+/// `aof-fsync-always`, as Redis records its own.
+#[test]
+fn latency_monitor_records_a_slow_fsync_always() {
+    let server = Server::start_with_env(
+        &[("VERMILION_FAILPOINT_FSYNC_DELAY_MS", "5")],
+        &["--appendonly", "yes", "--appendfsync", "always", "--latency-monitor-threshold", "1"],
+    );
+    let mut c = server.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let latest: Vec<Vec<redis::Value>> = redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+    let names: Vec<String> = latest.iter().filter_map(|row| redis::from_redis_value::<String>(row[0].clone()).ok()).collect();
+    assert!(names.contains(&"aof-fsync-always".to_string()), "{names:?}");
 }

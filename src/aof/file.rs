@@ -61,6 +61,9 @@ struct Shared {
     fsync_failed: AtomicBool,
     /// Called after each sync under `always` (wakes the executor to release replies).
     on_synced: Option<Box<dyn Fn() + Send + Sync>>,
+    /// The slowest sync under `always` since the executor last looked (ms), for the
+    /// latency monitor's `aof-fsync-always`.
+    slowest_always_ms: AtomicU64,
 }
 
 pub struct LogFile {
@@ -102,6 +105,7 @@ impl LogFile {
             stop: AtomicBool::new(false),
             fsync_failed: AtomicBool::new(false),
             on_synced,
+            slowest_always_ms: AtomicU64::new(0),
         });
         let bg = shared.clone();
         let handle = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || fsync_loop(&bg))?;
@@ -188,6 +192,11 @@ impl LogFile {
     }
 
     /// Bytes of this file known to be on disk.
+    /// The slowest sync under `always` since the last call, in ms.
+    pub fn take_slowest_always_ms(&self) -> u64 {
+        self.shared.slowest_always_ms.swap(0, Ordering::Relaxed)
+    }
+
     pub fn synced(&self) -> u64 {
         self.shared.synced.load(Ordering::Acquire)
     }
@@ -275,11 +284,16 @@ fn fsync_loop(s: &Shared) {
         }
         last = std::time::Instant::now();
         s.fsync_since.store(crate::clock::now_ms().max(1), Ordering::Release);
+        let started = std::time::Instant::now();
+        // A slow disk, for tests.
         if let Some(ms) = fsync_delay_failpoint() {
             std::thread::sleep(Duration::from_millis(ms));
         }
         let ok = s.file.sync_data().is_ok();
         s.fsync_since.store(0, Ordering::Release);
+        if policy == Fsync::Always as u8 {
+            s.slowest_always_ms.fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
         if ok {
             s.synced.fetch_max(written, Ordering::AcqRel);
             s.fsync_failed.store(false, Ordering::Release);

@@ -147,7 +147,12 @@ impl Keyspace {
             let Some((db, key)) = victim else {
                 return false;
             };
+            // Timed only when the latency monitor is on (`eviction-del`).
+            let del_started = self.time_evictions.then(Instant::now);
             self.dbs[db].remove(&key);
+            if let Some(t) = del_started {
+                self.slowest_eviction_us = self.slowest_eviction_us.max(t.elapsed().as_micros() as u64);
+            }
             self.stats.evicted_keys += 1;
             self.note_evicted(db, key);
             evicted += 1;

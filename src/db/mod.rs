@@ -492,6 +492,9 @@ pub struct Keyspace {
     rng: u64,
     /// Eviction candidates kept between `maxmemory` evictions.
     evict_pool: evict::EvictionPool,
+    /// Time each eviction's deletion (the latency monitor is on), keeping the slowest.
+    pub time_evictions: bool,
+    pub slowest_eviction_us: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -519,6 +522,8 @@ impl Keyspace {
             lfu: LfuParams::default(),
             rng: 0x2545_F491_4F6C_DD1D,
             evict_pool: evict::EvictionPool::default(),
+            time_evictions: false,
+            slowest_eviction_us: 0,
         }
     }
 

@@ -15,8 +15,12 @@ impl Executor {
     /// Redis's latencyAddSampleIfNeeded: `event` took `started.elapsed()`; recorded when
     /// the latency monitor is on and that reaches its threshold (`latency-monitor-threshold`).
     pub(super) fn latency_sample(&mut self, event: &'static str, started: std::time::Instant) {
+        self.latency_ms(event, started.elapsed().as_millis() as u64);
+    }
+
+    /// [`Executor::latency_sample`] for a duration measured elsewhere.
+    pub(super) fn latency_ms(&mut self, event: &'static str, ms: u64) {
         let threshold_ms = self.server.settings.latency_threshold_ms;
-        let ms = started.elapsed().as_millis() as u64;
         if threshold_ms > 0 && ms >= threshold_ms {
             self.server.latency.add(event, crate::clock::now_ms() / 1000, ms);
         }

@@ -63,8 +63,11 @@ impl Executor {
         let policy = crate::db::evict::Policy::parse(self.server.config.get(P::MaxmemoryPolicy));
         let samples = self.server.config.get_int(P::MaxmemorySamples).clamp(1, 64) as usize;
         let started = std::time::Instant::now();
+        self.ks.time_evictions = self.server.settings.latency_threshold_ms > 0;
         let fits = self.ks.evict(policy, samples, maxmemory, self.now_ms, &Keyspace::used_memory);
         self.latency_sample("eviction-cycle", started);
+        let slowest_ms = std::mem::take(&mut self.ks.slowest_eviction_us) / 1000;
+        self.latency_ms("eviction-del", slowest_ms);
         fits
     }
 

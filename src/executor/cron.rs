@@ -101,6 +101,10 @@ impl Executor {
             self.serve_ready();
             self.release_replies();
         }
+        // The fsync thread's slowest sync under `always` since the last tick.
+        if let Some(ms) = self.log.aof.as_ref().map(|a| a.log.take_slowest_always_ms()) {
+            self.latency_ms("aof-fsync-always", ms);
+        }
         if self.logging() {
             // DELs of actively expired keys; a write that failed is retried; growth may
             // call for a rewrite.
