@@ -23,7 +23,11 @@ impl Executor {
         let Some(inbox) = self.inbox.clone() else { return };
         let clients = &self.server.clients;
         let batches = inbox.take_busy_batches(|id| {
-            clients.get(&id).is_some_and(|c| c.replica.is_none() && !c.flags.replica.load(std::sync::atomic::Ordering::Acquire))
+            // A client held at a command (blocked, paused, throttled) keeps its order: its
+            // batches wait for the script too.
+            clients
+                .get(&id)
+                .is_some_and(|c| c.blocked.is_none() && c.replica.is_none() && !c.flags.replica.load(std::sync::atomic::Ordering::Acquire))
         });
         for (id, cmds) in batches {
             let Some(mut client) = self.server.clients.remove(&id) else { continue };

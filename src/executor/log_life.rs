@@ -111,8 +111,9 @@ impl Executor {
             return Err("ERR Background append only file rewriting already in progress".into());
         }
         aof.flush()?;
-        // One walk at a time: a background RDB save's is finished first.
+        // One walk at a time: a background RDB save's and a full sync's are finished first.
         self.complete_bgsave_walk();
+        self.complete_sync_walk();
         let Some(aof) = self.log.aof.as_mut() else { return Err("ERR the append only file is off".into()) };
         let started = Instant::now();
         let stream_db =

@@ -44,6 +44,8 @@ struct BgSave {
     out: Out,
     started: Instant,
     temp: PathBuf,
+    /// The change count when the walk began: the changes since are not in the file.
+    dirty_at_start: u64,
 }
 
 /// The file's bytes on their way to the writer, and how each key's eviction hint is taken.
@@ -169,6 +171,8 @@ impl Executor {
     }
 
     fn start_bgsave(&mut self) -> Result<(), String> {
+        // One walk at a time (the marks are shared): a full sync's snapshot is finished first.
+        self.complete_sync_walk();
         let now = crate::clock::now_ms() / 1000;
         self.rdb.last_try = now;
         let temp = self.rdb_temp(true);
@@ -181,7 +185,8 @@ impl Executor {
             }
         };
         let out = self.rdb_start(writer);
-        self.rdb.job = Some(BgSave { walk: Walk::start(&mut self.ks), out, started: Instant::now(), temp });
+        self.rdb.job =
+            Some(BgSave { walk: Walk::start(&mut self.ks), out, started: Instant::now(), temp, dirty_at_start: self.server.dirty });
         self.rdb.scheduled = false;
         self.server.rdb.bgsave_since = Some(now);
         log::notice(&format!("Background saving started by pid {}", std::process::id()));
@@ -209,6 +214,7 @@ impl Executor {
 
     fn end_bgsave(&mut self, result: Result<u64, String>) {
         let Some(job) = self.rdb.job.take() else { return };
+        let job_dirty_since = self.server.dirty.saturating_sub(job.dirty_at_start);
         let result = result.and_then(|_| self.install_rdb(&job.temp));
         let secs = job.started.elapsed().as_secs() as i64;
         self.server.rdb.bgsave_since = None;
@@ -220,6 +226,9 @@ impl Executor {
                 // the dirty counter at fork time the same way).
                 self.server.rdb.last_bgsave_failed = false;
                 self.saved(self.rdb.last_try);
+                // What changed during the walk still counts for the save points (Redis's
+                // dirty - dirty_before_bgsave).
+                self.server.dirty = job_dirty_since;
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&job.temp);

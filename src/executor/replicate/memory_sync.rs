@@ -31,6 +31,11 @@ impl Executor {
     /// A full sync without the log: `+FULLRESYNC` at the current offset, then the snapshot
     /// when the walk ends (one walk serves every replica that asks meanwhile).
     pub(super) fn memory_full_sync(&mut self, client: &mut Client, legacy: bool) -> Reply {
+        // A job nobody waits on any more has no record of the stream since its origin: a
+        // replica cannot join it, so it starts again.
+        if self.feed.sync_job.is_some() && self.held_since_origin(client.id).is_none() {
+            self.abandon_sync_job();
+        }
         if self.feed.sync_job.is_none() {
             if let Err(e) = self.start_sync_job() {
                 log::warning(&format!("Can't start the snapshot for a full sync: {e}"));
@@ -80,6 +85,16 @@ impl Executor {
         let scripting = self.snapshot_scripting();
         self.feed.sync_job = Some(SnapshotJob::start(&mut self.ks, &scripting, (origin, stream_db), temp)?);
         Ok(())
+    }
+
+    /// Drops the full sync's job (nobody waits for it, or the stream it stands for was
+    /// replaced); its temp file goes.
+    pub(in crate::executor) fn abandon_sync_job(&mut self) {
+        if let Some(job) = self.feed.sync_job.take() {
+            let path = job.temp_path.clone();
+            drop(job);
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// Whether a full sync's snapshot is still walking (the main loop steps it at once).

@@ -189,8 +189,15 @@ impl Executor {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
             if let Some(held) = peer.held.as_mut() {
-                // Waiting for its snapshot: the stream since goes after it.
+                // Waiting for its snapshot: the stream since goes after it, within the
+                // replica class's hard output limit (as Redis counts a syncing replica's).
                 segments.iter().for_each(|s| held.extend_from_slice(s));
+                let hard = self.server.settings.output_limits.replica.hard;
+                if hard > 0 && held.len() as u64 > hard {
+                    log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
+                    held.clear();
+                    self.server.kill_list.push(id);
+                }
                 continue;
             }
             if peer.state != PeerState::Online {

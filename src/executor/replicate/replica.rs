@@ -342,7 +342,9 @@ impl Executor {
                 drop(data);
                 let _ = std::fs::remove_file(path);
                 self.load.loaded_db = loaded?.stream_db as usize;
-                // The in-memory stream (kept for sub-replicas) restarts at the snapshot.
+                // The in-memory stream (kept for sub-replicas) restarts at the snapshot; a
+                // sub-replica's snapshot of the old one is of no use.
+                self.abandon_sync_job();
                 if let Some(m) = self.log.mem.as_mut() {
                     m.rec.buf.clear();
                     m.rec.teed.clear();
