@@ -11,11 +11,7 @@ use bytes::Bytes;
 use super::{Args, Executor};
 use crate::conn::busy_answers_outside_multi;
 use crate::protocol::Reply;
-use crate::spec::{self, Resolved};
 use crate::state::Client;
-
-/// The allow-busy commands the executor runs for real during a busy script.
-const RUN_WHILE_BUSY: &[&str] = &["multi", "discard", "watch", "unwatch", "auth", "hello", "quit", "reset", "replconf"];
 
 impl Executor {
     /// Serves the batches other clients sent while the script runs (from the Lua hook).
@@ -46,17 +42,13 @@ impl Executor {
 
     /// One command of another client while the script is busy.
     fn busy_command(&mut self, client: &mut Client, args: &mut Vec<Bytes>) -> Reply {
-        let runs = match spec::resolve(args) {
-            Resolved::Found(cmd) => RUN_WHILE_BUSY.contains(&cmd.name) && (client.authenticated || cmd.has(spec::Flag::NoAuth)),
-            _ => false,
-        };
-        if runs {
-            return self.execute_args(client, Args::Owned(args), None);
-        }
-        // The task's answer (errors, NOAUTH, BUSY, SCRIPT KILL...): inside MULTI a refusal
-        // dooms the transaction, as Redis's rejectCommand does.
+        // What the connection would answer (errors, NOAUTH, BUSY, SCRIPT KILL...); the
+        // allow-busy commands it leaves to the executor (MULTI, WATCH, AUTH...) run for real.
         let watch = self.server.script_watch.clone();
-        let bytes = busy_answers_outside_multi(&watch, std::slice::from_ref(args), &client.flags).unwrap_or_default();
+        let Some(bytes) = busy_answers_outside_multi(&watch, std::slice::from_ref(args), &client.flags) else {
+            return self.execute_args(client, Args::Owned(args), None);
+        };
+        // Inside MULTI a refusal dooms the transaction, as Redis's rejectCommand does.
         if client.txn.multi.is_some() && bytes.first() == Some(&b'-') {
             client.txn.multi_dirty = true;
         }
