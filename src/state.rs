@@ -118,6 +118,9 @@ pub struct Client {
     pub rdb_only: bool,
     /// `REPLCONF rdb-filter-only functions`: an RDB-only transfer holds the functions alone.
     pub rdb_functions_only: bool,
+    /// `REPLCONF capa vermilion`: a Vermilion replica, which takes the log's own stream
+    /// (any other gets Redis's: an RDB file and plain commands).
+    pub capa_vermilion: bool,
     /// Set once the connection asked for the replication stream (PSYNC/SYNC).
     pub replica: Option<crate::replication::Peer>,
     /// WAIT: the offset replicas must acknowledge and how many (while parked in it).
@@ -308,6 +311,7 @@ impl Client {
             replconf_port: 0,
             rdb_only: false,
             rdb_functions_only: false,
+            capa_vermilion: false,
             replica: None,
             wait_target: None,
             serving: None,

@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::probe::{digest, field, info, num};
+use common::probe::{digest, field, info, link_up, num, wait_info};
 use common::Server;
 
 fn replica_of(primary: &Server, extra: &[&str]) -> Server {
@@ -20,26 +20,6 @@ fn replica_of(primary: &Server, extra: &[&str]) -> Server {
         return Server::start_redis(&args);
     }
     Server::start(&args)
-}
-
-/// Waits until `cond` holds on the INFO replication text of `s`.
-fn wait_info(s: &Server, what: &str, cond: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = info(&mut s.client(), "replication");
-        if cond(&text) {
-            return text;
-        }
-        assert!(Instant::now() < deadline, "port {}: {what} never happened:\n{text}", s.port);
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn link_up(s: &Server, to: &Server) {
-    let port = to.port.to_string();
-    wait_info(s, "link up", |t| {
-        field(t, "master_port").as_deref() == Some(port.as_str()) && field(t, "master_link_status").as_deref() == Some("up")
-    });
 }
 
 fn replicas_online(primary: &Server, n: usize) {

@@ -558,13 +558,13 @@ fn authentication_stale_data_legacy_sync_and_a_replica_without_a_log() {
     // The replica without a log of its own follows in memory.
     converge(&primary, &[&r]);
     assert!(!r.dir.path().join("appendonlydir").exists());
-    // The old SYNC: the snapshot alone, as a bulk, no +FULLRESYNC line.
+    // The old SYNC: an RDB file alone, as a bulk, no +FULLRESYNC line.
     let mut raw = primary.raw();
     raw.cmd(&[b"SYNC"]);
     let header = raw.read_line_text();
     let len: usize = header.strip_prefix('$').and_then(|l| l.parse().ok()).expect("a bulk length");
     let payload = raw.read_exact_n(len);
-    assert!(payload.starts_with(b"VMLNSNAP"), "the base snapshot format");
+    assert!(payload.starts_with(b"REDIS0010"), "an RDB file, as Redis sends");
 }
 
 /// PING on a new connection: the first reply line, or "" when none comes within `timeout`.

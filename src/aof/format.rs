@@ -299,22 +299,6 @@ pub fn replay<'a>(data: &'a [u8], each: impl FnMut(Record<'a>)) -> Verdict {
     verdict
 }
 
-/// The whole records of `data` as plain RESP commands, without annotations (`#MS:`, `#C:`):
-/// the stream a client that is not a Vermilion replica reads (`redis-cli --replica`, which
-/// stops at a line it cannot parse).
-pub fn plain_commands(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len());
-    replay(data, |r| {
-        out.extend_from_slice(format!("*{}\r\n", r.argv.len()).as_bytes());
-        for a in &r.argv {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-    });
-    out
-}
-
 /// Hands out the records of bytes [`check`] already found whole (`data[..valid_len]`).
 pub fn replay_checked<'a>(data: &'a [u8], each: impl FnMut(Record<'a>)) {
     walk(data, each);

@@ -53,6 +53,7 @@ pub use crate::spec::{
 pub use crate::state::{BlockKind, BlockRequest};
 pub use effects::{touch_all_watched, Effects, Logged, Next, ScriptCacheChange, Signals};
 pub use error::CmdError;
+pub use replication::dataset_rdb;
 
 use bytes::Bytes;
 

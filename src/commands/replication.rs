@@ -45,7 +45,7 @@ pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     let repl = &s.repl;
     if let Some(m) = &repl.master {
         let state = m.shared.state_name();
-        let offset = if m.synced || state == "connected" { repl.offset as i64 } else { -1 };
+        let offset = if m.synced || state == "connected" { repl.shown().1 as i64 } else { -1 };
         return Ok(Reply::Array(vec![
             Reply::bulk(b"slave"),
             Reply::Bulk(Bytes::from(m.host.clone())),
@@ -75,16 +75,22 @@ pub fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// file, encoded now from memory, as one bulk reply, then the connection closes, as Redis
 /// ends such a transfer. No replication state is created.
 fn rdb_transfer(ctx: &mut Ctx<'_>) -> Result<Reply, CmdError> {
-    use crate::db::rdb_file;
-    let now = crate::clock::now_ms();
-    let aux = rdb_file::aux_fields(now, ctx.ks.used_memory());
-    let libraries: Vec<Bytes> =
-        ctx.server.scripts.as_ref().map(|e| e.functions.libraries().map(|l| l.code.clone()).collect()).unwrap_or_default();
-    let hints = rdb_file::HintPolicy::new(ctx.server.config.get(crate::config::P::MaxmemoryPolicy), now, ctx.ks.lfu.decay_time);
-    let data = rdb_file::encode_all(ctx.ks, &aux, libraries.iter().map(|l| &l[..]), &hints, !ctx.client.rdb_functions_only);
+    let data = dataset_rdb(ctx.ks, ctx.server, !ctx.client.rdb_functions_only);
     crate::log::notice(&format!("Sent an RDB-only transfer of {} bytes to {}", data.len(), ctx.client.addr));
     ctx.client.close_after_reply = true;
     Ok(Reply::Bulk(Bytes::from(data)))
+}
+
+/// The whole dataset (`data`: the keys too, not only the function libraries) as an RDB
+/// file, encoded now: an RDB-only transfer, and a redis-server replica's full sync.
+pub fn dataset_rdb(ks: &crate::db::Keyspace, server: &ServerState, data: bool) -> Vec<u8> {
+    use crate::db::rdb_file;
+    let now = crate::clock::now_ms();
+    let aux = rdb_file::aux_fields(now, ks.used_memory());
+    let libraries: Vec<Bytes> =
+        server.scripts.as_ref().map(|e| e.functions.libraries().map(|l| l.code.clone()).collect()).unwrap_or_default();
+    let hints = rdb_file::HintPolicy::new(server.config.get(crate::config::P::MaxmemoryPolicy), now, ks.lfu.decay_time);
+    rdb_file::encode_all(ks, &aux, libraries.iter().map(|l| &l[..]), &hints, data)
 }
 
 pub fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
@@ -125,6 +131,11 @@ pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             // Acknowledgements get no reply (a replica does not read one).
             let Some(offset) = crate::util::parse_i64(val) else { return Ok(Reply::NoReply) };
             if let Some(peer) = ctx.client.replica.as_mut() {
+                // A redis-server replica counts the plain stream's bytes.
+                let offset = match (&ctx.server.repl.plain, peer.plain) {
+                    (Some(feed), true) if offset >= 0 => feed.log_offset(offset as u64) as i64,
+                    _ => offset,
+                };
                 if offset >= 0 && offset as u64 > peer.ack_offset {
                     peer.ack_offset = offset as u64;
                 }
@@ -148,7 +159,9 @@ pub fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             ctx.client.rdb_functions_only = !filters.is_empty();
             // An empty filter (redis-cli --replica) wants the stream and no data: the
             // snapshot it gets is skipped. A transfer of the RDB alone asks rdb-only too.
-        } else if !["ip-address", "capa"].iter().any(|o| eq_ignore_case(opt, o)) {
+        } else if eq_ignore_case(opt, "capa") {
+            ctx.client.capa_vermilion |= eq_ignore_case(val, "vermilion");
+        } else if !eq_ignore_case(opt, "ip-address") {
             return Err(CmdError::Other(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).into()));
         }
     }
@@ -273,8 +286,8 @@ pub fn info_section(s: &ServerState) -> String {
             if up { "up" } else { "down" },
             if up { last_io } else { -1 },
             syncing as u8,
-            repl.offset,
-            repl.offset
+            repl.shown().1,
+            repl.shown().1
         );
         if !up {
             let _ = write!(out, "master_link_down_since_seconds:{}\r\n", (now - m.down_since_ms).max(0) / 1000);
@@ -315,9 +328,9 @@ pub fn info_section(s: &ServerState) -> String {
         out,
         "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
         Failover::state_name(repl.failover.as_ref()),
-        repl.replid,
+        repl.shown().0,
         repl.replid2,
-        repl.offset,
+        repl.shown().1,
         repl.second_offset.map_or(-1, |o| o as i64 + 1),
         s.config.get(P::ReplBacklogSize),
     );

@@ -185,7 +185,15 @@ pub enum Request {
     /// (None: a full sync).
     ReplLinkDown {
         link: u64,
-        resume: tokio::sync::oneshot::Sender<Option<(String, u64)>>,
+        resume: tokio::sync::oneshot::Sender<Option<crate::replication::Resume>>,
+    },
+    /// Whole commands of a redis-server primary's stream, starting at its offset `offset`
+    /// and spanning `len` bytes of it.
+    ReplCommands {
+        link: u64,
+        offset: u64,
+        len: u64,
+        commands: Vec<Vec<Bytes>>,
     },
     /// The primary wants an acknowledgement of what it sent so far.
     ReplAckWanted {

@@ -355,6 +355,7 @@ impl Executor {
                 self.failover_link_up(link);
             }
             Request::ReplStream { link, offset, data } => self.apply_stream(link, offset, data),
+            Request::ReplCommands { link, offset, len, commands } => self.apply_commands(link, offset, len, commands),
             Request::ReplLinkDown { link, resume } => {
                 let at = self.link_down(link);
                 self.failover_link_down(link);

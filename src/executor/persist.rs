@@ -111,6 +111,12 @@ impl Executor {
         }
     }
 
+    /// Queues a command of a redis-server primary's stream, applied on this replica: its
+    /// log holds that stream as records of its own.
+    pub(super) fn log_upstream_command(&mut self, db: usize, argv: Vec<Bytes>) {
+        self.log.pending.push(Pending { db, argv, time_ms: None });
+    }
+
     /// SCRIPT LOAD (a body new to this log epoch) and SCRIPT FLUSH are logged, so that an
     /// EVALSHA in the log always finds its body on replay.
     pub(super) fn log_script_admin(&mut self, client: &Client, args: &[Bytes], change: ScriptCacheChange) {

@@ -12,6 +12,7 @@
 
 mod failover;
 mod memory_sync;
+mod plain;
 mod primary;
 mod replica;
 

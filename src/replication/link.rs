@@ -13,7 +13,8 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{LinkShared, LINK_CONNECT, LINK_CONNECTED, LINK_CONNECTING, LINK_SYNC};
+use super::plain::CommandCutter;
+use super::{LinkShared, Resume, LINK_CONNECT, LINK_CONNECTED, LINK_CONNECTING, LINK_SYNC};
 use crate::aof::format;
 use crate::conn::Request;
 use crate::log;
@@ -32,8 +33,8 @@ pub struct LinkConfig {
     /// the name carries the link's generation, so two links never share it).
     pub sync_file: PathBuf,
     pub timeout: Duration,
-    /// What the first PSYNC asks for: (replication id, offset), or a full sync.
-    pub resume: Option<(String, u64)>,
+    /// What the first PSYNC asks for, or a full sync.
+    pub resume: Option<Resume>,
     /// The first PSYNC asks the primary, this server's caught-up replica, to take over
     /// (FAILOVER).
     pub failover: bool,
@@ -63,6 +64,8 @@ const MAX_QUEUED: u64 = 64 * 1024 * 1024;
 const MAX_SEGMENT: usize = 1 << 30;
 /// `#C:` + 16 hex digits + CRLF.
 const CHECKPOINT_LINE: usize = 21;
+/// The length of the end mark of a diskless transfer (`$EOF:<mark>`).
+const EOF_MARK: usize = 40;
 
 /// Runs the link until it is stopped. After each connection the executor says where the next
 /// one resumes (it has applied everything the old one handed over by then: the answer comes
@@ -106,7 +109,7 @@ async fn session(
     cfg: &LinkConfig,
     shared: &LinkShared,
     tx: &crate::conn::RequestTx,
-    resume: &Option<(String, u64)>,
+    resume: &Option<Resume>,
     first: bool,
 ) -> Result<(), String> {
     let addr = format!("{}:{}", cfg.host, cfg.port);
@@ -151,12 +154,13 @@ async fn session(
     if reply.starts_with('-') {
         log::notice(&format!("(Non critical) Master does not understand REPLCONF listening-port: {reply}"));
     }
-    let reply = command(&mut sock, &mut buf, cfg, &["REPLCONF", "capa", "eof", "capa", "psync2"]).await?;
+    // `capa vermilion` asks a Vermilion primary for its own stream; redis-server ignores it.
+    let reply = command(&mut sock, &mut buf, cfg, &["REPLCONF", "capa", "eof", "capa", "psync2", "capa", "vermilion"]).await?;
     if reply.starts_with('-') {
         log::notice(&format!("(Non critical) Master does not understand REPLCONF capa: {reply}"));
     }
     let (replid, offset) = match resume {
-        Some((id, off)) => (id.clone(), (off + 1).to_string()),
+        Some(r) => (r.replid.clone(), (r.offset + 1).to_string()),
         None => ("?".to_string(), "-1".to_string()),
     };
     if resume.is_some() {
@@ -177,23 +181,26 @@ async fn session(
         shared.state.store(LINK_SYNC, Ordering::Release);
         // Nothing of the new history is applied yet: acknowledge nothing of the old one.
         shared.applied.store(0, Ordering::Release);
-        if let Err(e) = receive_snapshot(&mut sock, &mut buf, cfg, shared).await {
-            let _ = tokio::fs::remove_file(&cfg.sync_file).await;
-            return Err(e);
-        }
+        let plain = match receive_snapshot(&mut sock, &mut buf, cfg, shared).await {
+            Ok(rdb) => rdb,
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&cfg.sync_file).await;
+                return Err(e);
+            }
+        };
         tx.send(Request::ReplSnapshot { link: cfg.id, replid: id.to_string(), offset: off, path: cfg.sync_file.clone() })
             .map_err(|_| "the executor is gone".to_string())?;
         shared.state.store(LINK_CONNECTED, Ordering::Release);
-        stream(&mut sock, &mut buf, cfg, shared, tx, off).await
+        stream(&mut sock, &mut buf, cfg, shared, tx, off, plain).await
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim().to_string();
-        let Some((_, from)) = resume else {
+        let Some(from) = resume else {
             return Err("CONTINUE from MASTER to a full sync request".into());
         };
         log::notice("Successful partial resynchronization with master.");
         tx.send(Request::ReplContinue { link: cfg.id, replid: id }).map_err(|_| "the executor is gone".to_string())?;
         shared.state.store(LINK_CONNECTED, Ordering::Release);
-        stream(&mut sock, &mut buf, cfg, shared, tx, *from).await
+        stream(&mut sock, &mut buf, cfg, shared, tx, from.offset, from.plain).await
     } else {
         Err(format!("Unexpected reply to PSYNC from master: '{reply}'"))
     }
@@ -236,26 +243,51 @@ async fn fill(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig) -> Result<(
     }
 }
 
-/// The snapshot of a full sync: `$<len>\r\n` and that many bytes, written to `sync_file`.
-async fn receive_snapshot(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig, shared: &LinkShared) -> Result<(), String> {
+/// The snapshot of a full sync, written to `sync_file`: `$<len>\r\n` and that many bytes,
+/// or (a diskless redis-server primary) `$EOF:<40-byte mark>\r\n`, the bytes, then the mark.
+/// Returns whether it is an RDB file (the primary is a redis-server).
+async fn receive_snapshot(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig, shared: &LinkShared) -> Result<bool, String> {
     let header = read_line(sock, buf, cfg).await?;
-    let Some(len) = header.strip_prefix('$').and_then(|l| l.parse::<u64>().ok()) else {
-        return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')"));
+    let (mut left, mark) = match header.strip_prefix("$EOF:") {
+        Some(mark) if mark.len() == EOF_MARK => (u64::MAX, Some(mark.as_bytes().to_vec())),
+        _ => match header.strip_prefix('$').and_then(|l| l.parse::<u64>().ok()) {
+            Some(len) => (len, None),
+            None => return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')")),
+        },
     };
-    log::notice(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
+    match &mark {
+        Some(_) => log::notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk"),
+        None => log::notice(&format!("MASTER <-> REPLICA sync: receiving {left} bytes from master to disk")),
+    }
     // tokio's file: the disk writes run off the runtime's worker threads.
     let mut file = tokio::fs::File::create(&cfg.sync_file)
         .await
         .map_err(|e| format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"))?;
-    let mut left = len;
+    let mut head = Vec::new();
     loop {
-        let take = (buf.len() as u64).min(left) as usize;
+        // With a mark: everything before it, keeping back what may be its start.
+        let (take, done) = match &mark {
+            Some(m) => match buf.windows(EOF_MARK).position(|w| w == &m[..]) {
+                Some(at) => (at, true),
+                None => (buf.len().saturating_sub(EOF_MARK - 1), false),
+            },
+            None => {
+                let take = (buf.len() as u64).min(left) as usize;
+                (take, left == take as u64)
+            }
+        };
         if take > 0 {
+            if head.len() < 5 {
+                head.extend_from_slice(&buf[..take.min(5 - head.len())]);
+            }
             file.write_all(&buf[..take]).await.map_err(|e| format!("Write error writing the sync file: {e}"))?;
             buf.advance(take);
-            left -= take as u64;
+            left = left.saturating_sub(take as u64);
         }
-        if left == 0 {
+        if done {
+            if mark.is_some() {
+                buf.advance(EOF_MARK);
+            }
             break;
         }
         if shared.stop.load(Ordering::Acquire) {
@@ -265,12 +297,13 @@ async fn receive_snapshot(sock: &mut Sock, buf: &mut BytesMut, cfg: &LinkConfig,
         shared.last_io_ms.store(crate::clock::now_ms(), Ordering::Release);
     }
     file.sync_all().await.map_err(|e| format!("Error syncing the sync file: {e}"))?;
-    Ok(())
+    Ok(crate::db::rdb_file::is_rdb(&head))
 }
 
-/// The stream: whole segments go to the executor, each tagged with the stream offset it
-/// starts at (`next`); acknowledgements go back every second, and as soon as what preceded an
-/// acknowledgement request (a bare newline) is applied.
+/// The stream: whole segments (`plain`: whole commands of a redis-server's stream) go to the
+/// executor, each tagged with the stream offset it starts at (`next`); acknowledgements go
+/// back every second, and as soon as what preceded an acknowledgement request (a bare
+/// newline; `REPLCONF GETACK` from a redis-server) is applied.
 async fn stream(
     sock: &mut Sock,
     buf: &mut BytesMut,
@@ -278,7 +311,9 @@ async fn stream(
     shared: &LinkShared,
     tx: &crate::conn::RequestTx,
     mut next: u64,
+    plain: bool,
 ) -> Result<(), String> {
+    let mut cutter = plain.then(CommandCutter::default);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     // Bytes before `scanned` hold no checkpoint line: a segment is looked for only when new
     // bytes may close one (a long segment is not scanned again at every read).
@@ -286,7 +321,9 @@ async fn stream(
     loop {
         // A checkpoint line is 21 bytes: one not yet whole at the last look starts within
         // the 21 bytes before where that look ended.
-        if buf.first() == Some(&b'\n') || find(&buf[scanned.saturating_sub(CHECKPOINT_LINE)..], b"#C:") {
+        if let Some(cutter) = cutter.as_mut() {
+            deliver_commands(cutter, buf, cfg.id, tx, shared, &mut next)?;
+        } else if buf.first() == Some(&b'\n') || find(&buf[scanned.saturating_sub(CHECKPOINT_LINE)..], b"#C:") {
             deliver(buf, cfg.id, tx, shared, &mut next)?;
         }
         scanned = buf.len();
@@ -360,6 +397,25 @@ fn deliver(buf: &mut BytesMut, link: u64, tx: &crate::conn::RequestTx, shared: &
     }
     if cut.ack_requested {
         tx.send(Request::ReplAckWanted { link }).map_err(|_| "the executor is gone".to_string())?;
+    }
+    Ok(())
+}
+
+/// Hands the whole commands at the front of `buf` (a redis-server's stream) to the executor.
+fn deliver_commands(
+    cutter: &mut CommandCutter,
+    buf: &mut BytesMut,
+    link: u64,
+    tx: &crate::conn::RequestTx,
+    shared: &LinkShared,
+    next: &mut u64,
+) -> Result<(), String> {
+    let cut = cutter.cut(buf).map_err(|e| format!("Bad replication stream from MASTER after offset {}: {e}", *next))?;
+    if cut.len > 0 {
+        shared.queued.fetch_add(cut.len, Ordering::AcqRel);
+        tx.send(Request::ReplCommands { link, offset: *next, len: cut.len, commands: cut.commands })
+            .map_err(|_| "the executor is gone".to_string())?;
+        *next += cut.len;
     }
     Ok(())
 }

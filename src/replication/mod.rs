@@ -14,6 +14,7 @@
 
 pub mod backlog;
 pub mod link;
+pub mod plain;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -73,6 +74,19 @@ pub struct Peer {
     /// A full sync from a server without the log: the stream since the snapshot's offset,
     /// held until the snapshot has gone (None: the log's files serve the sync).
     pub held: Option<Vec<u8>>,
+    /// A redis-server replica (it did not say `REPLCONF capa vermilion`): it gets an RDB
+    /// file and the plain stream ([`plain::PlainFeed`]). `ack_offset` is still a log offset.
+    pub plain: bool,
+}
+
+/// Where a replica's next PSYNC resumes: a replication id and the offset of the last byte
+/// it has, in the primary's space. `plain`: the primary is a redis-server, whose stream is
+/// plain commands (see [`plain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    pub replid: String,
+    pub offset: u64,
+    pub plain: bool,
 }
 
 /// The replica link's state, as INFO and ROLE show it.
@@ -125,7 +139,10 @@ pub struct MasterLink {
     pub synced: bool,
     /// Where the next connection resumes before any sync succeeded on this link (after one,
     /// it is where the applied stream ends); None asks for a full sync.
-    pub resume: Option<(String, u64)>,
+    pub resume: Option<Resume>,
+    /// The primary is a redis-server: its history and the offset applied in its stream
+    /// (this server's log has offsets of its own).
+    pub upstream: Option<(String, u64)>,
     /// When the link last went down (INFO master_link_down_since_seconds).
     pub down_since_ms: i64,
 }
@@ -155,6 +172,8 @@ pub struct ReplState {
     pub kill_master: bool,
     /// A FAILOVER in progress.
     pub failover: Option<Failover>,
+    /// The stream redis-server replicas share (from the first one's PSYNC on).
+    pub plain: Option<plain::PlainFeed>,
 }
 
 impl Default for ReplState {
@@ -174,11 +193,21 @@ impl Default for ReplState {
             acked: false,
             kill_master: false,
             failover: None,
+            plain: None,
         }
     }
 }
 
 impl ReplState {
+    /// The history and offset INFO and ROLE show: a redis-server primary's (whose offsets
+    /// Sentinel and the primary compare), else this server's own.
+    pub fn shown(&self) -> (&str, u64) {
+        match self.master.as_ref().and_then(|m| m.upstream.as_ref()) {
+            Some((replid, offset)) => (replid, *offset),
+            None => (&self.replid, self.offset),
+        }
+    }
+
     /// Starts a new history that continues the current one at `offset` (a promotion).
     pub fn shift_replid(&mut self, new_id: String, offset: u64) {
         self.replid2 = std::mem::replace(&mut self.replid, new_id);

@@ -120,7 +120,7 @@ impl Executor {
         if self.server.repl.master.is_none() {
             return Err(Reply::error("ERR PSYNC FAILOVER can't be sent to a master."));
         }
-        if replid != self.server.repl.replid {
+        if replid != self.server.repl.shown().0 {
             return Err(Reply::error("ERR PSYNC FAILOVER replid must match my replid."));
         }
         let _: Reply = self.promote(&format!("failover request from 'id={} addr={}'", client.id, client.addr));

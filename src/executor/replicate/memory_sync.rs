@@ -5,7 +5,6 @@
 //! replica and sent after the snapshot. The replica sees what a primary with the log sends.
 
 use super::super::Executor;
-use crate::aof::format;
 use crate::aof::rewrite::SnapshotJob;
 use crate::aof::stream::MemLog;
 use crate::log;
@@ -30,7 +29,7 @@ impl Executor {
 
     /// A full sync without the log: `+FULLRESYNC` at the current offset, then the snapshot
     /// when the walk ends (one walk serves every replica that asks meanwhile).
-    pub(super) fn memory_full_sync(&mut self, client: &mut Client, legacy: bool) -> Reply {
+    pub(super) fn memory_full_sync(&mut self, client: &mut Client) -> Reply {
         // A job nobody waits on any more has no record of the stream since its origin: a
         // replica cannot join it, so it starts again.
         if self.feed.sync_job.is_some() && self.held_since_origin(client.id).is_none() {
@@ -45,10 +44,8 @@ impl Executor {
         let Some(origin) = self.feed.sync_job.as_ref().map(|j| j.origin) else { return Reply::NoReply };
         self.server.repl.sync_full += 1;
         log::notice(&format!("Starting a snapshot for SYNC with target: memory, at offset {origin}"));
-        if !legacy {
-            client.out.extend_from_slice(format!("+FULLRESYNC {} {origin}\r\n", self.server.repl.replid).as_bytes());
-        }
-        self.attach_replica(client, PeerState::WaitSnapshot, origin, legacy);
+        client.out.extend_from_slice(format!("+FULLRESYNC {} {origin}\r\n", self.server.repl.replid).as_bytes());
+        self.attach_replica(client, PeerState::WaitSnapshot, origin, false);
         // The stream since the job's origin: nothing yet if the job started now; a replica
         // that joins a running job copies what the others hold (they all hold since then).
         let since = self.held_since_origin(client.id).unwrap_or_default();
@@ -165,13 +162,8 @@ impl Executor {
             peer.ack_offset = 0;
             peer.ack_time_ms = crate::clock::now_ms();
             peer.last_sent_ms = peer.ack_time_ms;
-            let legacy = peer.legacy;
             Self::send_job(c, format!("${len}\r\n").into_bytes(), vec![(file, 0, len)]);
-            if legacy {
-                c.out.extend_from_slice(&format::plain_commands(&held));
-            } else {
-                c.out.extend_from_slice(&held);
-            }
+            c.out.extend_from_slice(&held);
             log::notice(&format!(
                 "Synchronization with replica id={id} succeeded ({len} bytes of snapshot, {} bytes of stream)",
                 held.len()

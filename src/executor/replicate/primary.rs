@@ -5,7 +5,6 @@
 use std::sync::atomic::Ordering;
 
 use super::super::Executor;
-use crate::aof::format;
 use crate::config::P;
 use crate::log;
 use crate::protocol::Reply;
@@ -61,8 +60,11 @@ impl Executor {
         if let Some(rec) = self.log.stream_mut() {
             rec.tee = true;
         }
+        if legacy || !client.capa_vermilion {
+            return self.plain_psync(client, replid, offset, legacy);
+        }
         let who = format!("{}:{}", replication::peer_ip(&client.addr), client.replconf_port);
-        if !legacy && replid != "?" {
+        if !replid.is_empty() && replid != "?" {
             match self.partial_source(replid, offset, end) {
                 Ok(source) => {
                     let repl = &mut self.server.repl;
@@ -93,7 +95,7 @@ impl Executor {
             log::notice(&format!("Full resync requested by replica {who}"));
         }
         if self.log.aof.is_none() {
-            return self.memory_full_sync(client, legacy);
+            return self.memory_full_sync(client);
         }
         // Full sync: the base snapshot of a log rewrite (the running one, or a new one).
         if !self.rewriting() {
@@ -106,10 +108,8 @@ impl Executor {
         };
         self.server.repl.sync_full += 1;
         log::notice(&format!("Starting a snapshot for SYNC with target: the log rewrite at offset {origin}"));
-        if !legacy {
-            client.out.extend_from_slice(format!("+FULLRESYNC {} {origin}\r\n", self.server.repl.replid).as_bytes());
-        }
-        self.attach_replica(client, PeerState::WaitSnapshot, origin, legacy);
+        client.out.extend_from_slice(format!("+FULLRESYNC {} {origin}\r\n", self.server.repl.replid).as_bytes());
+        self.attach_replica(client, PeerState::WaitSnapshot, origin, false);
         Reply::NoReply
     }
 
@@ -147,8 +147,16 @@ impl Executor {
 
     pub(super) fn attach_replica(&mut self, client: &mut Client, state: PeerState, offset: u64, legacy: bool) {
         let now = crate::clock::now_ms();
-        client.replica =
-            Some(Peer { state, ack_offset: offset, ack_time_ms: now, last_sent_ms: now, sync_offset: offset, legacy, held: None });
+        client.replica = Some(Peer {
+            state,
+            ack_offset: offset,
+            ack_time_ms: now,
+            last_sent_ms: now,
+            sync_offset: offset,
+            legacy,
+            held: None,
+            plain: false,
+        });
         client.flags.replica.store(true, Ordering::Release);
         if !self.server.repl.replicas.contains(&client.id) {
             self.server.repl.replicas.push(client.id);
@@ -183,8 +191,8 @@ impl Executor {
         }
         let now = self.now_ms;
         let mut full = false;
-        // A SYNC client (redis-cli --replica) gets the commands without annotations.
-        let mut plain: Option<Vec<u8>> = None;
+        // redis-server replicas (and SYNC clients: redis-cli --replica) get plain commands.
+        let plain = self.feed_plain(&segments, offset);
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
@@ -204,9 +212,8 @@ impl Executor {
                 continue;
             }
             peer.last_sent_ms = now;
-            if peer.legacy {
-                let plain = plain.get_or_insert_with(|| segments.iter().flat_map(|s| format::plain_commands(s)).collect());
-                c.out.extend_from_slice(plain);
+            if peer.plain {
+                c.out.extend_from_slice(plain.as_deref().unwrap_or_default());
             } else {
                 for s in &segments {
                     c.out.extend_from_slice(s);
@@ -282,17 +289,7 @@ impl Executor {
             peer.ack_time_ms = crate::clock::now_ms();
             peer.last_sent_ms = peer.ack_time_ms;
             let head = format!("${len}\r\n").into_bytes();
-            if peer.legacy {
-                // The snapshot (which a SYNC client skips), then the log since as plain commands.
-                let mut since = vec![0u8; (end - origin) as usize];
-                let read = std::os::unix::fs::FileExt::read_exact_at(&incr_file, &mut since, 0);
-                Self::send_job(c, head, vec![(base_file, 0, len)]);
-                if read.is_ok() {
-                    c.out.extend_from_slice(&format::plain_commands(&since));
-                }
-            } else {
-                Self::send_job(c, head, vec![(base_file, 0, len), (incr_file, 0, end - origin)]);
-            }
+            Self::send_job(c, head, vec![(base_file, 0, len), (incr_file, 0, end - origin)]);
             log::notice(&format!(
                 "Synchronization with replica id={id} succeeded ({len} bytes of snapshot, {} bytes of log)",
                 end - origin
@@ -354,10 +351,11 @@ impl Executor {
         }
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
-            if c.replica.as_ref().is_some_and(|p| p.state == PeerState::Online) {
+            if c.replica.as_ref().is_some_and(|p| p.state == PeerState::Online && !p.plain) {
                 c.out.push(b'\n');
             }
         }
+        self.plain_command_to_replicas(crate::replication::plain::GETACK);
         // A client waits for these acknowledgements: no delay.
         self.flush_replica_output();
     }
@@ -380,9 +378,20 @@ impl Executor {
         let period = self.server.config.get_int(P::ReplPingReplicaPeriod).max(1) * 1000;
         let timeout = self.server.config.get_int(P::ReplTimeout).max(1) * 1000;
         let mut any = false;
+        let mut plain_idle = false;
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
+            if peer.plain {
+                // A redis-server replica gets PING in the stream (it counts in the offsets).
+                plain_idle |= !peer.legacy && now - peer.last_sent_ms >= period;
+                if !peer.legacy && now - peer.ack_time_ms > timeout {
+                    log::warning(&format!("Disconnecting timedout replica (streaming sync): id={id}"));
+                    self.server.kill_list.push(id);
+                    any = true;
+                }
+                continue;
+            }
             // Waiting for its snapshot: keepalives only (its link reads them as such).
             let waiting = peer.state != PeerState::Online;
             if !waiting && !peer.legacy && now - peer.ack_time_ms > timeout {
@@ -399,6 +408,10 @@ impl Executor {
                 self.touched.push(id);
                 any = true;
             }
+        }
+        if plain_idle {
+            self.plain_command_to_replicas(crate::replication::plain::PING);
+            any = true;
         }
         if any {
             self.release_replies();

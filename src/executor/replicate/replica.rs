@@ -14,7 +14,7 @@ use crate::aof::{format, Aof};
 use crate::config::P;
 use crate::log;
 use crate::protocol::Reply;
-use crate::replication::{self, LinkShared, MasterLink, NO_REPLID};
+use crate::replication::{self, LinkShared, MasterLink, Resume, NO_REPLID};
 use crate::state::Client;
 
 pub(in crate::executor) const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -117,6 +117,8 @@ impl Executor {
         let Some(rt) = replication::runtime() else {
             return Err("ERR replication needs the server's network runtime".into());
         };
+        // A FAILOVER to a redis-server replica continues its plain stream (its offsets).
+        let plain_target = failover && self.server.find_replica(&host, port as i64).is_some_and(|(_, p)| p.plain);
         self.stop_link();
         // Sub-replicas resync against the new history.
         self.disconnect_replicas();
@@ -156,8 +158,11 @@ impl Executor {
                 repl.replid = saved;
             }
         }
-        let resume = has_history.then(|| (repl.replid.clone(), repl.offset));
-        shared.applied.store(repl.offset, Ordering::Release);
+        let resume = match &repl.plain {
+            Some(feed) if plain_target => Some(Resume { replid: repl.replid.clone(), offset: feed.offset, plain: true }),
+            _ => has_history.then(|| Resume { replid: repl.replid.clone(), offset: repl.offset, plain: false }),
+        };
+        shared.applied.store(resume.as_ref().map_or(repl.offset, |r| r.offset), Ordering::Release);
         let sync_file = match self.log.aof.as_ref() {
             Some(a) => a.dir.file(&format!("temp-{}.replica-sync-{id}.vsnap", a.dir.prefix)),
             None => PathBuf::from(format!("temp-replica-sync-{}-{id}.vsnap", std::process::id())),
@@ -180,7 +185,8 @@ impl Executor {
         rt.spawn(replication::link::run(cfg, shared.clone(), tx));
         // CONFIG GET replicaof and CONFIG REWRITE show the primary followed now, as in Redis.
         let _ = self.server.config.set("replicaof", &format!("{host} {port}"), true);
-        repl.master = Some(MasterLink { host, port, id, shared, synced: false, resume, down_since_ms: crate::clock::now_ms() });
+        repl.master =
+            Some(MasterLink { host, port, id, shared, synced: false, resume, upstream: None, down_since_ms: crate::clock::now_ms() });
         log::set_role(b'S');
         Ok(())
     }
@@ -205,11 +211,21 @@ impl Executor {
         }
         self.feed_replicas();
         self.stop_link();
-        self.server.repl.master = None;
+        let upstream = self.server.repl.master.take().and_then(|m| m.upstream);
         let _ = self.server.config.set("replicaof", "", true);
         let offset = self.stream_end();
         self.server.repl.offset = offset;
         self.server.repl.shift_replid(replication::new_replid(), offset);
+        match upstream {
+            // The redis-server primary's replicas continue its history in its offsets.
+            Some(u) => self.continue_plain_history(Some(u)),
+            None => {
+                if let Some(feed) = self.server.repl.plain.as_mut() {
+                    feed.replid2 = self.server.repl.replid2.clone();
+                    feed.second_offset = Some(feed.offset);
+                }
+            }
+        }
         if let Some(aof) = self.log.aof.as_mut() {
             aof.rec.verbatim = false;
             aof.rec.selected_db = None;
@@ -264,7 +280,14 @@ impl Executor {
         self.release_replies();
         let started = std::time::Instant::now();
         self.server.limits.loading.store(true, Ordering::Release);
-        let result = self.load_snapshot(&replid, offset, &path);
+        let rdb = std::fs::File::open(&path).and_then(|mut f| {
+            let mut head = [0u8; 5];
+            std::io::Read::read_exact(&mut f, &mut head).map(|_| crate::db::rdb_file::is_rdb(&head))
+        });
+        let result = match rdb {
+            Ok(true) => self.load_rdb_sync(&replid, offset, &path),
+            _ => self.load_snapshot(&replid, offset, &path),
+        };
         self.server.limits.loading.store(false, Ordering::Release);
         self.now_ms = crate::clock::now_ms();
         if let Err(e) = result {
@@ -280,15 +303,7 @@ impl Executor {
             return;
         }
         self.disconnect_replicas();
-        let repl = &mut self.server.repl;
-        repl.replid = replid;
-        repl.replid2 = NO_REPLID.to_string();
-        repl.second_offset = None;
-        repl.offset = offset;
-        if let Some(b) = repl.backlog.as_mut() {
-            b.reset(offset);
-        }
-        if let Some(m) = repl.master.as_mut() {
+        if let Some(m) = self.server.repl.master.as_mut() {
             m.synced = true;
         }
         log::notice(&format!("MASTER <-> REPLICA sync: Finished with success ({} ms)", started.elapsed().as_millis()));
@@ -304,19 +319,7 @@ impl Executor {
         if log_offset != offset {
             return Err(format!("the snapshot stands for offset {log_offset}, not the announced {offset}"));
         }
-        if let Some(aof) = self.log.aof.as_mut() {
-            aof.abandon_rewrite();
-            let _ = aof.flush();
-        }
-        // A background RDB save keeps the dataset of its start.
-        self.complete_walks();
-        for db in self.ks.dbs.iter_mut() {
-            db.clear();
-        }
-        if let Some(engine) = self.server.scripts.as_mut() {
-            let _ = engine.reset();
-        }
-        self.load.stream_scripts.clear();
+        self.clear_for_sync();
         match self.log.aof.take() {
             Some(old) => {
                 let (mut dir, policy) = (old.dir.clone(), old.policy);
@@ -354,12 +357,52 @@ impl Executor {
         }
         self.replica.master_db = self.load.loaded_db.min(self.ks.dbs.len() - 1);
         self.replica.master_client = None;
+        // The primary's history and offsets are this server's now.
+        self.follow_plain(false);
+        let repl = &mut self.server.repl;
+        repl.plain = None;
+        repl.replid = replid.to_string();
+        repl.replid2 = NO_REPLID.to_string();
+        repl.second_offset = None;
+        repl.offset = offset;
+        if let Some(b) = repl.backlog.as_mut() {
+            b.reset(offset);
+        }
         Ok(())
+    }
+
+    /// What a full sync replaces goes first: the data, the scripts, a rewrite under way.
+    pub(super) fn clear_for_sync(&mut self) {
+        if let Some(aof) = self.log.aof.as_mut() {
+            aof.abandon_rewrite();
+            let _ = aof.flush();
+        }
+        // A background RDB save keeps the dataset of its start.
+        self.complete_walks();
+        for db in self.ks.dbs.iter_mut() {
+            db.clear();
+        }
+        if let Some(engine) = self.server.scripts.as_mut() {
+            let _ = engine.reset();
+        }
+        self.load.stream_scripts.clear();
     }
 
     /// The primary accepted a partial resync (`replid`: its id, which may be new).
     pub(in crate::executor) fn continue_stream(&mut self, link: u64, replid: String) {
         if !self.current_link(link) {
+            return;
+        }
+        if let Some(r) = self.server.repl.master.as_ref().and_then(|m| m.resume.clone()).filter(|r| r.plain) {
+            // A redis-server primary (a new id after its own promotion, perhaps).
+            let id = if replid.is_empty() { r.replid } else { replid };
+            self.follow_plain(true);
+            if let Some(m) = self.server.repl.master.as_mut() {
+                m.upstream = Some((id, r.offset));
+                m.synced = true;
+            }
+            self.replica.ack_wanted = true;
+            self.ack_master();
             return;
         }
         let offset = self.stream_end();
@@ -386,29 +429,10 @@ impl Executor {
     /// applies them (frozen script time, no expiry), then the bytes go to this server's own
     /// log unchanged.
     pub(in crate::executor) fn apply_stream(&mut self, link: u64, offset: u64, data: Bytes) {
-        let Some(m) = self.server.repl.master.as_ref() else { return };
-        if m.id != link {
-            // An older link's segment (its counter went with it).
+        if !self.accept_stream(link, offset, data.len() as u64, Some(self.stream_end())) {
             return;
         }
-        m.shared.queued.fetch_sub(data.len() as u64, Ordering::AcqRel);
-        if !m.synced {
-            return;
-        }
-        // Applied exactly once, in order: a segment that does not start where the applied
-        // stream ends is dropped, and the link starts again from the right place.
-        let end = self.stream_end();
-        if offset != end {
-            log::warning(&format!("Replication stream segment at offset {offset}, expected {end}: reconnecting"));
-            m.shared.reconnect.store(true, Ordering::Release);
-            m.shared.wake.notify_one();
-            return;
-        }
-        let mut master = self.replica.master_client.take().unwrap_or_else(|| {
-            let mut c = self.loader_client();
-            c.db = self.replica.master_db;
-            c
-        });
+        let mut master = self.master_client();
         self.load.applying = Applying::LiveStream;
         format::replay_checked(&data, |rec| {
             let name = rec.argv[0];
@@ -428,17 +452,47 @@ impl Executor {
         }
     }
 
+    /// Whether `len` stream bytes from `link` that start at `offset` are applied: they come
+    /// from the current link, which is synced, and start where the applied stream ends
+    /// (`end`). Applied exactly once, in order: otherwise they are dropped and the link
+    /// starts again from the right place.
+    pub(super) fn accept_stream(&self, link: u64, offset: u64, len: u64, end: Option<u64>) -> bool {
+        // An older link's bytes: its counter went with it.
+        let Some(m) = self.server.repl.master.as_ref().filter(|m| m.id == link) else { return false };
+        m.shared.queued.fetch_sub(len, Ordering::AcqRel);
+        if !m.synced {
+            return false;
+        }
+        if end != Some(offset) {
+            log::warning(&format!("Replication stream at offset {offset}, expected {end:?}: reconnecting"));
+            m.shared.reconnect.store(true, Ordering::Release);
+            m.shared.wake.notify_one();
+            return false;
+        }
+        true
+    }
+
+    /// The client the primary's stream runs as (kept between deliveries: its database).
+    pub(super) fn master_client(&mut self) -> Client {
+        self.replica.master_client.take().unwrap_or_else(|| {
+            let mut c = self.loader_client();
+            c.db = self.replica.master_db;
+            c
+        })
+    }
+
     /// The link to the primary went down: the data stays. Returns where the next connection
     /// resumes: everything the old one handed over is applied by now (the request came
     /// through the same channel, after it).
-    pub(in crate::executor) fn link_down(&mut self, link: u64) -> Option<(String, u64)> {
+    pub(in crate::executor) fn link_down(&mut self, link: u64) -> Option<Resume> {
         let end = self.stream_end();
         let replid = self.server.repl.replid.clone();
+        let plain = self.plain_resume();
         let m = self.server.repl.master.as_mut().filter(|m| m.id == link)?;
         if m.synced {
             m.synced = false;
             m.down_since_ms = crate::clock::now_ms();
-            m.resume = Some((replid, end));
+            m.resume = Some(plain.unwrap_or(Resume { replid, offset: end, plain: false }));
         }
         m.resume.clone()
     }
@@ -454,7 +508,7 @@ impl Executor {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
         if m.synced {
-            m.shared.applied.store(repl.offset, Ordering::Release);
+            m.shared.applied.store(repl.shown().1, Ordering::Release);
         }
         if std::mem::take(&mut self.replica.ack_wanted) && m.synced {
             m.shared.ack_wanted.store(true, Ordering::Release);
