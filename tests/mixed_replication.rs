@@ -262,3 +262,32 @@ fn failover_between_vermilion_and_redis_server_both_ways_continues_partially() {
     same_data(&ours, &[&theirs]);
     write_reaches(&ours, &theirs, "to-redis");
 }
+
+#[test]
+fn redis_server_replicas_share_one_background_save_while_writes_go_on() {
+    let primary = Server::start(&[]);
+    let mut p = primary.client();
+    prepare(&mut p);
+    let _: () = redis::cmd("DEBUG").arg("POPULATE").arg(1000).query(&mut p).expect("DEBUG POPULATE");
+    // Each key takes 1 ms to save: the save spans the writes and the second replica's arrival.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("rdb-key-save-delay").arg(1000).query(&mut p).expect("CONFIG SET");
+    let first = redis_server(&[]);
+    follow(&first, &primary);
+    std::thread::sleep(Duration::from_millis(100));
+    let text = info(&mut p, "persistence");
+    assert_eq!(field(&text, "rdb_bgsave_in_progress").as_deref(), Some("1"), "the sync runs on a background save");
+    workload(&mut p, 1);
+    let second = redis_server(&[]);
+    follow(&second, &primary);
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut p).expect("SELECT");
+    let _: () = redis::cmd("SET").arg("in-db5").arg("during the save").query(&mut p).expect("SET");
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut p).expect("SELECT");
+    link_up(&first, &primary);
+    link_up(&second, &primary);
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("rdb-key-save-delay").arg(0).query(&mut p).expect("CONFIG SET");
+    assert_eq!(num(&mut p, "stats", "sync_full"), 2);
+    workload(&mut p, 2);
+    wait_acked(&mut p, 2);
+    same_data(&primary, &[&first, &second]);
+    assert!(primary.dir.path().join("dump.rdb").exists(), "the save wrote dbfilename, as Redis's disk-based sync does");
+}

@@ -170,7 +170,7 @@ impl Executor {
         Ok(Reply::status("Background saving started"))
     }
 
-    fn start_bgsave(&mut self) -> Result<(), String> {
+    pub(super) fn start_bgsave(&mut self) -> Result<(), String> {
         // One walk at a time (the marks are shared): a full sync's snapshot is finished first.
         self.complete_sync_walk();
         let now = crate::clock::now_ms() / 1000;
@@ -216,6 +216,7 @@ impl Executor {
         let Some(job) = self.rdb.job.take() else { return };
         let job_dirty_since = self.server.dirty.saturating_sub(job.dirty_at_start);
         let result = result.and_then(|_| self.install_rdb(&job.temp));
+        self.bgsave_done_for_syncs(result.is_ok().then(|| self.rdb_path()).as_deref());
         let secs = job.started.elapsed().as_secs() as i64;
         self.server.rdb.bgsave_since = None;
         self.server.rdb.last_bgsave_secs = Some(secs);

@@ -59,7 +59,7 @@ impl Executor {
     fn held_since_origin(&self, except: ClientId) -> Option<Vec<u8>> {
         self.server.repl.replicas.iter().filter(|&&id| id != except).find_map(|id| {
             let p = self.server.clients.get(id)?.replica.as_ref()?;
-            (p.state == PeerState::WaitSnapshot).then(|| p.held.clone()).flatten()
+            (p.state == PeerState::WaitSnapshot && !p.plain).then(|| p.held.clone()).flatten()
         })
     }
 
@@ -148,7 +148,7 @@ impl Executor {
         for id in waiting {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let file = std::fs::File::open(&job.temp_path);
-            let (Some(len), Ok(file), Some(peer)) = (len, file, c.replica.as_mut()) else {
+            let (Some(len), Ok(file), true) = (len, file, c.replica.is_some()) else {
                 log::warning(&format!(
                     "SYNC failed for replica id={id}: {}",
                     result.as_ref().err().map_or("the snapshot could not be read", |e| e)
@@ -156,18 +156,8 @@ impl Executor {
                 self.server.kill_list.push(id);
                 continue;
             };
-            let held = peer.held.take().unwrap_or_default();
-            peer.state = PeerState::Online;
-            // Nothing is acknowledged until the replica has loaded the snapshot and says so.
-            peer.ack_offset = 0;
-            peer.ack_time_ms = crate::clock::now_ms();
-            peer.last_sent_ms = peer.ack_time_ms;
-            Self::send_job(c, format!("${len}\r\n").into_bytes(), vec![(file, 0, len)]);
-            c.out.extend_from_slice(&held);
-            log::notice(&format!(
-                "Synchronization with replica id={id} succeeded ({len} bytes of snapshot, {} bytes of stream)",
-                held.len()
-            ));
+            let held = Self::send_held_snapshot(c, file, len);
+            log::notice(&format!("Synchronization with replica id={id} succeeded ({len} bytes of snapshot, {held} bytes of stream)"));
         }
         // The open files keep the data for the jobs; the name goes now.
         let _ = std::fs::remove_file(&job.temp_path);

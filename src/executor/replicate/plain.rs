@@ -62,28 +62,41 @@ impl Executor {
         }
         // The stream goes on in the database the log is in: the replica's client starts in 0.
         let db = match self.log.stream() {
-            Some(rec) if rec.verbatim => Some(self.replica.master_db),
+            Some(rec) if rec.verbatim => Some(self.replica.master_client.as_ref().map_or(self.replica.master_db, |c| c.db)),
             Some(rec) => rec.selected_db,
             None => None,
         };
-        if let (Some(db), Some(feed)) = (db, self.server.repl.plain.as_mut()) {
+        if let Some(db) = db {
             let mut select = Vec::new();
             format::encode_command(&mut select, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
-            feed.push(Bytes::from(select), log_end);
+            self.plain_to_replicas(Bytes::from(select));
         }
-        let started = std::time::Instant::now();
-        let rdb = crate::commands::dataset_rdb(&self.ks, &self.server, true);
         let repl = &mut self.server.repl;
         repl.sync_full += 1;
         let at = repl.plain.as_ref().map_or(log_end, |f| f.offset);
+        if !legacy {
+            client.out.extend_from_slice(format!("+FULLRESYNC {} {at}\r\n", repl.replid).as_bytes());
+        }
+        // As Redis's disk-based sync: the file of a background save, with the stream since
+        // its start held for the replica meanwhile.
+        if let Some(held) = self.bgsave_for_sync(client.id) {
+            log::notice(&format!("Starting BGSAVE for SYNC with target: disk, for {who} at offset {at}"));
+            self.attach_replica(client, PeerState::WaitSnapshot, log_end, legacy);
+            if let Some(peer) = client.replica.as_mut() {
+                peer.plain = true;
+                peer.held = Some(held);
+            }
+            return Reply::NoReply;
+        }
+        // No background save can serve it (a log rewrite's walk, or a save started before
+        // with no replica waiting on it): the file is encoded now.
+        let started = std::time::Instant::now();
+        let rdb = crate::commands::dataset_rdb(&self.ks, &self.server, true);
         log::notice(&format!(
             "Full resync of {who}: an RDB file of {} bytes encoded in {} ms, stream from offset {at}",
             rdb.len(),
             started.elapsed().as_millis()
         ));
-        if !legacy {
-            client.out.extend_from_slice(format!("+FULLRESYNC {} {at}\r\n", repl.replid).as_bytes());
-        }
         client.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
         client.out.extend_from_slice(&rdb);
         self.attach_replica(client, PeerState::Online, log_end, legacy);
@@ -93,6 +106,56 @@ impl Executor {
             peer.ack_offset = 0;
         }
         Reply::NoReply
+    }
+
+    /// The stream a redis-server replica joining a background save needs held: a started
+    /// save's (nothing yet), or that of a replica already waiting on the running one. None:
+    /// no save can serve it.
+    fn bgsave_for_sync(&mut self, except: u64) -> Option<Vec<u8>> {
+        if self.bgsaving() {
+            return self.server.repl.replicas.iter().filter(|&&id| id != except).find_map(|id| {
+                let p = self.server.clients.get(id)?.replica.as_ref()?;
+                (p.plain && p.state == PeerState::WaitSnapshot).then(|| p.held.clone()).flatten()
+            });
+        }
+        if self.rewriting() {
+            return None;
+        }
+        self.start_bgsave().ok().map(|_| Vec::new())
+    }
+
+    /// A background save ended (`file`: the RDB file it wrote, None if it failed): the
+    /// redis-server replicas waiting on it get the file, then the stream held since.
+    pub(in crate::executor) fn bgsave_done_for_syncs(&mut self, file: Option<&std::path::Path>) {
+        let waiting: Vec<u64> = self
+            .server
+            .repl
+            .replicas
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.server.clients.get(id).and_then(|c| c.replica.as_ref()).is_some_and(|p| p.plain && p.state == PeerState::WaitSnapshot)
+            })
+            .collect();
+        for id in waiting {
+            let Some(c) = self.server.clients.get_mut(&id) else { continue };
+            let opened = file.ok_or_else(|| "the background save failed".to_string()).and_then(|f| {
+                let file = std::fs::File::open(f).map_err(|e| e.to_string())?;
+                let len = file.metadata().map_err(|e| e.to_string())?.len();
+                Ok((file, len))
+            });
+            let (file, len) = match opened {
+                Ok(f) => f,
+                Err(e) => {
+                    log::warning(&format!("SYNC failed for replica id={id}: {e}"));
+                    self.server.kill_list.push(id);
+                    continue;
+                }
+            };
+            let held = Self::send_held_snapshot(c, file, len);
+            log::notice(&format!("Synchronization with replica id={id} succeeded ({len} bytes of RDB, {held} bytes of stream)"));
+        }
+        self.release_replies();
     }
 
     fn mark_plain(client: &mut Client) {
@@ -119,33 +182,24 @@ impl Executor {
         Some(bytes)
     }
 
-    /// Sends `bytes` (a PING, a GETACK) to every online redis-server replica, through the
-    /// plain feed (they count in its offsets, as in Redis's stream).
-    pub(super) fn plain_command_to_replicas(&mut self, bytes: &'static [u8]) {
+    /// Sends `bytes` (a PING, a GETACK, a SELECT) to every redis-server replica through
+    /// the plain feed (they count in its offsets, as in Redis's stream); one waiting for its
+    /// file holds them.
+    pub(super) fn plain_to_replicas(&mut self, bytes: Bytes) {
         let log_end = self.server.repl.offset;
         let Some(feed) = self.server.repl.plain.as_mut() else { return };
-        let online: Vec<u64> = self
-            .server
-            .repl
-            .replicas
-            .iter()
-            .copied()
-            .filter(|id| {
-                self.server.clients.get(id).and_then(|c| c.replica.as_ref()).is_some_and(|p| p.plain && p.state == PeerState::Online)
-            })
-            .collect();
-        if online.is_empty() {
-            return;
-        }
-        feed.push(Bytes::from_static(bytes), log_end);
+        feed.push(bytes.clone(), log_end);
         let now = crate::clock::now_ms();
-        for id in online {
-            if let Some(c) = self.server.clients.get_mut(&id) {
-                c.out.extend_from_slice(bytes);
-                if let Some(p) = c.replica.as_mut() {
+        for &id in &self.server.repl.replicas {
+            let Some(c) = self.server.clients.get_mut(&id) else { continue };
+            let Some(p) = c.replica.as_mut().filter(|p| p.plain) else { continue };
+            match p.held.as_mut() {
+                Some(held) => held.extend_from_slice(&bytes),
+                None => {
                     p.last_sent_ms = now;
+                    c.out.extend_from_slice(&bytes);
+                    self.touched.push(id);
                 }
-                self.touched.push(id);
             }
         }
     }

@@ -171,6 +171,21 @@ impl Executor {
         let _ = client.tx.send(ClientOutput::Stream { head, parts });
     }
 
+    /// A replica that waited for its snapshot gets it (`len` bytes of `file`), then the
+    /// stream held for it since; returns the held stream's length.
+    pub(super) fn send_held_snapshot(c: &mut Client, file: std::fs::File, len: u64) -> usize {
+        let Some(peer) = c.replica.as_mut() else { return 0 };
+        let held = peer.held.take().unwrap_or_default();
+        peer.state = PeerState::Online;
+        // Nothing is acknowledged until the replica has loaded the snapshot and says so.
+        peer.ack_offset = 0;
+        peer.ack_time_ms = crate::clock::now_ms();
+        peer.last_sent_ms = peer.ack_time_ms;
+        Self::send_job(c, format!("${len}\r\n").into_bytes(), vec![(file, 0, len)]);
+        c.out.extend_from_slice(&held);
+        held.len()
+    }
+
     /// The segments the log wrote since the last call go to the backlog and to every online
     /// replica's output (released with the other replies).
     pub(in crate::executor) fn feed_replicas(&mut self) {
@@ -199,7 +214,10 @@ impl Executor {
             if let Some(held) = peer.held.as_mut() {
                 // Waiting for its snapshot: the stream since goes after it, within the
                 // replica class's hard output limit (as Redis counts a syncing replica's).
-                segments.iter().for_each(|s| held.extend_from_slice(s));
+                match &plain {
+                    Some(plain) if peer.plain => held.extend_from_slice(plain),
+                    _ => segments.iter().for_each(|s| held.extend_from_slice(s)),
+                }
                 let hard = self.server.settings.output_limits.replica.hard;
                 if hard > 0 && held.len() as u64 > hard {
                     log::warning(&format!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."));
@@ -303,7 +321,7 @@ impl Executor {
     pub(super) fn waiting_for_snapshot(&self, held: bool) -> Vec<ClientId> {
         let waits = |id: &ClientId| {
             let peer = self.server.clients.get(id).and_then(|c| c.replica.as_ref());
-            peer.is_some_and(|p| p.state == PeerState::WaitSnapshot && p.held.is_some() == held)
+            peer.is_some_and(|p| p.state == PeerState::WaitSnapshot && p.held.is_some() == held && !p.plain)
         };
         self.server.repl.replicas.iter().copied().filter(waits).collect()
     }
@@ -355,7 +373,7 @@ impl Executor {
                 c.out.push(b'\n');
             }
         }
-        self.plain_command_to_replicas(crate::replication::plain::GETACK);
+        self.plain_to_replicas(bytes::Bytes::from_static(crate::replication::plain::GETACK));
         // A client waits for these acknowledgements: no delay.
         self.flush_replica_output();
     }
@@ -382,6 +400,17 @@ impl Executor {
         for &id in &self.server.repl.replicas {
             let Some(c) = self.server.clients.get_mut(&id) else { continue };
             let Some(peer) = c.replica.as_mut() else { continue };
+            if peer.plain && peer.held.is_some() {
+                // Waiting for its RDB file: a newline, which a redis-server replica reads as
+                // a keepalive before the file (not part of the stream).
+                if now - peer.last_sent_ms >= period {
+                    c.out.push(b'\n');
+                    peer.last_sent_ms = now;
+                    self.touched.push(id);
+                    any = true;
+                }
+                continue;
+            }
             if peer.plain {
                 // A redis-server replica gets PING in the stream (it counts in the offsets).
                 plain_idle |= !peer.legacy && now - peer.last_sent_ms >= period;
@@ -410,7 +439,7 @@ impl Executor {
             }
         }
         if plain_idle {
-            self.plain_command_to_replicas(crate::replication::plain::PING);
+            self.plain_to_replicas(bytes::Bytes::from_static(crate::replication::plain::PING));
             any = true;
         }
         if any {
