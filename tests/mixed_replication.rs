@@ -291,3 +291,31 @@ fn redis_server_replicas_share_one_background_save_while_writes_go_on() {
     same_data(&primary, &[&first, &second]);
     assert!(primary.dir.path().join("dump.rdb").exists(), "the save wrote dbfilename, as Redis's disk-based sync does");
 }
+
+/// As Sentinel does it: the redis-server replica is promoted on its own, and the old
+/// Vermilion primary is then pointed at it. Their offsets are of different streams, so the
+/// resync must be a full one (never a partial one at a wrong position), even when PINGs made
+/// the plain stream longer than the log.
+#[test]
+fn a_vermilion_primary_pointed_at_its_promoted_redis_server_replica_resyncs_fully() {
+    let ours = Server::start(&["--repl-ping-replica-period", "1"]);
+    let mut o = ours.client();
+    prepare(&mut o);
+    let theirs = redis_server(&[]);
+    follow(&theirs, &ours);
+    link_up(&theirs, &ours);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut o).expect("SET");
+    wait_acked(&mut o, 1);
+    // Idle: only PINGs move the plain stream.
+    std::thread::sleep(Duration::from_millis(3500));
+    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut theirs.client()).expect("REPLICAOF NO ONE");
+    let full_before = num(&mut theirs.client(), "stats", "sync_full");
+    let _: () = redis::cmd("SET").arg("on-theirs").arg("1").query(&mut theirs.client()).expect("SET");
+    follow(&ours, &theirs);
+    link_up(&ours, &theirs);
+    assert_eq!(num(&mut theirs.client(), "stats", "sync_full"), full_before + 1, "a full sync, not a partial one");
+    let mut t = theirs.client();
+    workload(&mut t, 1);
+    wait_acked(&mut t, 1);
+    same_data(&theirs, &[&ours]);
+}

@@ -179,6 +179,7 @@ TRAITS = {
     "empties-databases": "EmptiesDatabases",
     "other-database": "OtherDatabase",
     "arbitrary-keys": "ArbitraryKeys",
+    "runs-queue": "RunsQueue",
 }
 
 

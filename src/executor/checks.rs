@@ -37,8 +37,8 @@ impl Executor {
     /// Whether `test` holds for the command, or, for EXEC, for one of the commands it would
     /// run: Redis adds the queued commands' flags to EXEC's (all or nothing).
     pub(super) fn any_to_run(client: &Client, cmd: &CommandSpec, args: &[Bytes], test: impl Fn(&CommandSpec, &[Bytes]) -> bool) -> bool {
-        match (cmd.name, client.txn.multi.as_ref()) {
-            ("exec", Some(queue)) => queue.iter().any(|(c, a)| test(c, a)),
+        match client.txn.multi.as_ref() {
+            Some(queue) if cmd.is(Trait::RunsQueue) => queue.iter().any(|(c, a)| test(c, a)),
             _ => test(cmd, args),
         }
     }
@@ -76,7 +76,7 @@ impl Executor {
     pub(super) fn refuse(&mut self, client: &mut Client, cmd: &CommandSpec, reply: Reply) -> Reply {
         // Every refusal counts (Redis's rejectCommand): arity, NOAUTH, ACL, OOM, READONLY...
         self.server.stats.command(cmd.id).rejected_calls += 1;
-        if cmd.name != "exec" {
+        if !cmd.is(Trait::RunsQueue) {
             return Self::reject(client, reply);
         }
         let mut scratch = commands::Effects::default();

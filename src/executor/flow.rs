@@ -29,12 +29,7 @@ impl Executor {
         }
         let Resolved::Found(cmd) = commands::resolve(args) else { return false };
         // EXEC writes if a command it runs does (Redis's mstate.cmd_flags).
-        if cmd.name == "exec" {
-            if let Some(queue) = client.txn.multi.as_ref() {
-                return queue.iter().any(|(cmd, args)| self.writes(cmd, args));
-            }
-        }
-        self.writes(cmd, args)
+        Self::any_to_run(client, cmd, args, |c, a| self.writes(c, a))
     }
 
     /// Whether a command may write or replicate: what a write pause holds.

@@ -90,10 +90,12 @@ impl Executor {
         (self.log.aof.is_some() || self.log.mem.is_some()) && !self.loading()
     }
 
-    /// Whether commands produce records of their own now: not while loading, and not on a
-    /// replica, whose log is its primary's stream copied as received.
+    /// Whether clients' commands produce records now: not while loading, and not on a
+    /// replica, whose log is its primary's stream (copied as received, or, from a
+    /// redis-server, its commands as records: a writable replica's own writes stay out of
+    /// it, as Redis keeps them from its sub-replicas).
     pub(super) fn recording(&self) -> bool {
-        self.log.stream().is_some_and(|s| !s.verbatim) && !self.loading()
+        self.log.stream().is_some_and(|s| !s.verbatim) && !self.loading() && self.server.repl.master.is_none()
     }
 
     /// Queues what a client's command that changed data contributes (not a script's inner

@@ -32,8 +32,12 @@ pub struct PlainFeed {
     /// (log offset, plain offset) pairs, oldest first: the plain stream up to `.1` holds
     /// everything the log holds up to `.0`.
     marks: VecDeque<(u64, u64)>,
+    /// The id of this stream's history. It is not the log's: an offset of one stream means
+    /// nothing in the other, so a replica of one (a redis-server promoted from this feed)
+    /// never takes a PSYNC of the other for a partial one.
+    pub replid: String,
     /// The history this plain stream continues (a former primary's, after a promotion from
-    /// a redis-server primary), and the last offset of it.
+    /// a redis-server primary, or this feed's previous one), and the last offset of it.
     pub replid2: String,
     pub second_offset: Option<u64>,
 }
@@ -45,9 +49,16 @@ impl PlainFeed {
             offset: plain,
             backlog: Backlog::new(plain, backlog_size),
             marks: VecDeque::from([(log, plain)]),
+            replid: super::new_replid(),
             replid2: super::NO_REPLID.to_string(),
             second_offset: None,
         }
+    }
+
+    /// A new history continuing this one from here (a promotion).
+    pub fn shift_replid(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, super::new_replid());
+        self.second_offset = Some(self.offset);
     }
 
     /// Appends bytes that stand for the log up to `log`.

@@ -135,6 +135,10 @@ pub enum Trait {
     /// TOUCHES_ARBITRARY_KEYS): the DELs of keys it expires go to the log one by one, not
     /// wrapped in MULTI/EXEC.
     ArbitraryKeys,
+    /// Runs the commands MULTI queued (EXEC): what the pre-run checks and a write pause ask
+    /// of it, they ask of its queue (Redis's `mstate.cmd_flags`), and a refusal discards the
+    /// transaction.
+    RunsQueue,
     /// Writes a key of another database than the client's (COPY with DB, SWAPDB): a rewrite
     /// in progress completes its walk before it.
     OtherDatabase,

@@ -2208,7 +2208,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         group: Group::Transactions, summary: "Execute all commands issued after MULTI", since: "1.2.0",
         complexity: "Depends on commands in the transaction", doc_flags: &[],
         deprecated_since: "", replaced_by: "",
-        traits: &[Trait::NotQueued],
+        traits: &[Trait::NotQueued, Trait::RunsQueue],
         subcommands: &[] },
     CommandSpec { id: 244, name: "discard", arity: 1, flags: &[Flag::NoScript, Flag::Loading, Flag::Stale, Flag::Fast, Flag::AllowBusy], first_key: 0, last_key: 0, key_step: 0,
         acl: &["@fast", "@transaction"], tips: &[],

@@ -35,7 +35,7 @@ impl Executor {
         if !legacy && replid != "?" {
             let start = offset.saturating_sub(1);
             let known =
-                replid == repl.replid || (replid == feed.replid2 && feed.second_offset.is_some_and(|s| start >= 0 && start as u64 <= s));
+                replid == feed.replid || (replid == feed.replid2 && feed.second_offset.is_some_and(|s| start >= 0 && start as u64 <= s));
             match feed.backlog.since(start.max(0) as u64).filter(|_| known && start >= 0) {
                 Some(bytes) => {
                     let at = feed.log_offset(start as u64);
@@ -44,7 +44,7 @@ impl Executor {
                         "Partial resynchronization request from {who} accepted. Sending {} bytes of backlog starting from offset {offset}.",
                         bytes.len()
                     ));
-                    client.out.extend_from_slice(format!("+CONTINUE {}\r\n", repl.replid).as_bytes());
+                    client.out.extend_from_slice(format!("+CONTINUE {}\r\n", feed.replid).as_bytes());
                     client.out.extend_from_slice(&bytes);
                     self.attach_replica(client, PeerState::Online, at, legacy);
                     Self::mark_plain(client);
@@ -73,9 +73,10 @@ impl Executor {
         }
         let repl = &mut self.server.repl;
         repl.sync_full += 1;
-        let at = repl.plain.as_ref().map_or(log_end, |f| f.offset);
+        let Some(feed) = repl.plain.as_ref() else { return Reply::error("ERR no stream for the replica") };
+        let at = feed.offset;
         if !legacy {
-            client.out.extend_from_slice(format!("+FULLRESYNC {} {at}\r\n", repl.replid).as_bytes());
+            client.out.extend_from_slice(format!("+FULLRESYNC {} {at}\r\n", feed.replid).as_bytes());
         }
         // As Redis's disk-based sync: the file of a background save, with the stream since
         // its start held for the replica meanwhile.

@@ -159,7 +159,7 @@ impl Executor {
             }
         }
         let resume = match &repl.plain {
-            Some(feed) if plain_target => Some(Resume { replid: repl.replid.clone(), offset: feed.offset, plain: true }),
+            Some(feed) if plain_target => Some(Resume { replid: feed.replid.clone(), offset: feed.offset, plain: true }),
             _ => has_history.then(|| Resume { replid: repl.replid.clone(), offset: repl.offset, plain: false }),
         };
         shared.applied.store(resume.as_ref().map_or(repl.offset, |r| r.offset), Ordering::Release);
@@ -221,8 +221,7 @@ impl Executor {
             Some(u) => self.continue_plain_history(Some(u)),
             None => {
                 if let Some(feed) = self.server.repl.plain.as_mut() {
-                    feed.replid2 = self.server.repl.replid2.clone();
-                    feed.second_offset = Some(feed.offset);
+                    feed.shift_replid();
                 }
             }
         }
