@@ -20,6 +20,8 @@ fn all_channels_default(ctx: &Ctx<'_>) -> bool {
 /// ACL SETUSER username [rule [rule ...]]
 /// ```
 pub fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // Nothing of the user shows in MONITOR or SLOWLOG, as in Redis.
+    (2..args.len()).for_each(|j| ctx.redact_arg(j));
     let name = &args[2];
     if !acl::valid_username(name) {
         return Err(CmdError::other("ERR Usernames can't contain spaces or null characters"));

@@ -7,6 +7,11 @@ use super::{help, help_reply, CmdError, Ctx};
 use crate::config::P;
 use crate::config::{Config, SetError};
 use crate::protocol::Reply;
+use crate::util::eq_ignore_case;
+
+/// The parameters Redis flags SENSITIVE_CONFIG: CONFIG SET hides their values from MONITOR
+/// and SLOWLOG.
+const SENSITIVE: &[&str] = &["masteruser", "masterauth", "requirepass"];
 
 /// ```text
 /// CONFIG GET parameter [parameter ...]
@@ -45,6 +50,12 @@ pub fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> 
 pub fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
+    }
+    // Every sensitive value is hidden from MONITOR and SLOWLOG, whatever fails after.
+    for j in (2..args.len()).step_by(2) {
+        if SENSITIVE.iter().any(|p| eq_ignore_case(&args[j], p)) {
+            ctx.redact_arg(j + 1);
+        }
     }
     let failed = |name: &str, reason: &str| {
         CmdError::Other(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}").into())

@@ -85,6 +85,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
+    (1..args.len()).for_each(|j| ctx.redact_arg(j));
     let (user, pass): (&[u8], &[u8]) = if args.len() == 2 { (b"default", &args[1]) } else { (&args[1], &args[2]) };
     if args.len() == 2 && ctx.server.acl.users.get("default").is_some_and(|u| u.nopass) {
         return Err(CmdError::other(
@@ -119,6 +120,8 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     while i < args.len() {
         let more = args.len() - i - 1;
         if eq_ignore_case(&args[i], "auth") && more >= 2 {
+            ctx.redact_arg(i + 1);
+            ctx.redact_arg(i + 2);
             let (user, pass) = (&args[i + 1], &args[i + 2]);
             if !check_credentials(ctx, &args[0], user, pass) {
                 return Err(CmdError::other(WRONGPASS));

@@ -118,9 +118,12 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         } else if eq_ignore_case(&args[j], "replace") {
             replace = true;
         } else if eq_ignore_case(&args[j], "auth") && more >= 1 {
+            ctx.redact_arg(j + 1);
             auth = Some((None, args[j + 1].clone()));
             j += 1;
         } else if eq_ignore_case(&args[j], "auth2") && more >= 2 {
+            ctx.redact_arg(j + 1);
+            ctx.redact_arg(j + 2);
             auth = Some((Some(args[j + 1].clone()), args[j + 2].clone()));
             j += 2;
         } else if eq_ignore_case(&args[j], "keys") {

@@ -109,6 +109,9 @@ pub struct Effects {
     pub script_cache: Option<ScriptCacheChange>,
     /// What comes after the reply.
     pub next: Next,
+    /// Arguments MONITOR and SLOWLOG show as `(redacted)`: secrets the handler read
+    /// (Redis's `redactClientCommandArgument`).
+    pub redacted: Vec<usize>,
 }
 
 impl Default for Effects {
@@ -121,11 +124,17 @@ impl Default for Effects {
             logged: Logged::AsSent,
             script_cache: None,
             next: Next::Reply,
+            redacted: Vec::new(),
         }
     }
 }
 
 impl Ctx<'_> {
+    /// Argument `j` is a secret: MONITOR and SLOWLOG show `(redacted)` in its place.
+    pub fn redact_arg(&mut self, j: usize) {
+        self.effects.redacted.push(j);
+    }
+
     /// `key` of the client's database changed (Redis's `signalModifiedKey`): its watchers'
     /// transactions fail, trackers are told, clients blocked on it may be served.
     pub fn signal_modified(&mut self, key: &[u8]) {

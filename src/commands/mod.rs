@@ -29,7 +29,6 @@ mod lists;
 mod lolwut;
 mod module;
 pub mod pubsub;
-pub mod redact;
 mod replication;
 pub mod scripting;
 mod server;

@@ -185,7 +185,7 @@ pub enum Request {
     /// (None: a full sync).
     ReplLinkDown {
         link: u64,
-        resume: tokio::sync::oneshot::Sender<Option<crate::replication::Resume>>,
+        resume: tokio::sync::oneshot::Sender<Option<Resume>>,
     },
     /// Whole commands of a redis-server primary's stream, starting at its offset `offset`
     /// and spanning `len` bytes of it.
@@ -199,6 +199,17 @@ pub enum Request {
     ReplAckWanted {
         link: u64,
     },
+}
+
+/// Where a replica's next PSYNC resumes (the link's question to the executor when a
+/// connection ends): a replication id and the offset of the last byte it has, in the
+/// primary's space. `plain`: the primary is a redis-server, whose stream is plain commands
+/// (see `replication::plain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    pub replid: String,
+    pub offset: u64,
+    pub plain: bool,
 }
 
 /// The executor's request channel (tokio's: the executor waits on it while it drives the

@@ -30,7 +30,7 @@ impl Executor {
     /// (not admin commands, as Redis). The caller feeds a command after it ran, and a
     /// script's command (flagged skip-monitor) when the script is about to start, so its
     /// `[0 lua]` lines follow it, as Redis's evalCommand feeds it.
-    pub(super) fn feed_monitors(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) {
+    pub(super) fn feed_monitors(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], redacted: &[usize]) {
         if self.server.monitors.is_empty() || cmd.has(Flag::Admin) {
             return;
         }
@@ -39,9 +39,8 @@ impl Executor {
             return;
         }
         let addr = if client.in_script { "lua" } else { client.addr.as_str() };
-        let redacted = commands::redact::redacted(cmd, args);
-        let args = redacted.as_deref().unwrap_or(args);
-        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, addr, args);
+        let args = redact(args, redacted);
+        let line = commands::server_monitor_line(crate::clock::now_us(), client.db, addr, &args);
         for id in self.server.monitors.clone() {
             if let Some(m) = self.server.clients.get_mut(&id) {
                 encode_reply(&line, m.proto, &mut m.out);
@@ -176,13 +175,12 @@ impl Executor {
         }
     }
 
-    pub(super) fn slowlog_record(&mut self, client: &Client, cmd: &CommandSpec, args: &[Bytes], duration_us: u64) {
+    pub(super) fn slowlog_record(&mut self, client: &Client, args: &[Bytes], redacted: &[usize], duration_us: u64) {
         let threshold = self.server.settings.slowlog_threshold_us;
         if threshold < 0 || (duration_us as i64) < threshold {
             return;
         }
-        let redacted = commands::redact::redacted(cmd, args);
-        let args = redacted.as_deref().unwrap_or(args);
+        let args = redact(args, redacted);
         // Like Redis: at most 32 arguments, each cut to 128 bytes.
         let mut logged: Vec<Bytes> = Vec::with_capacity(args.len().min(32));
         for (i, a) in args.iter().enumerate() {
@@ -358,4 +356,19 @@ impl Executor {
             self.touched.push(target);
         }
     }
+}
+
+/// `args` with the arguments its handler called secret (`Ctx::redact_arg`) shown as
+/// `(redacted)`; no copy when there are none.
+fn redact<'a>(args: &'a [Bytes], redacted: &[usize]) -> std::borrow::Cow<'a, [Bytes]> {
+    if redacted.is_empty() {
+        return std::borrow::Cow::Borrowed(args);
+    }
+    let mut out = args.to_vec();
+    for &j in redacted {
+        if let Some(a) = out.get_mut(j) {
+            *a = Bytes::from_static(b"(redacted)");
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }

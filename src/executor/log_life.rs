@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::Executor;
 use crate::aof::{snapshot, Aof, AofDir, Fsync};
-use crate::commands::{CommandSpec, Trait};
+
 use crate::config::P;
 use crate::log;
 use crate::protocol::Reply;
@@ -183,26 +183,6 @@ impl Executor {
         result.map(|_| ()).map_err(|e| format!("ERR Background AOF rewrite failed: {e}"))
     }
 
-    /// Before a write command runs during a rewrite: the keys it may change are serialized
-    /// first (or, when they are not known in advance, every remaining key).
-    pub(super) fn capture_before_write(&mut self, db: usize, cmd: &CommandSpec, args: &[Bytes]) {
-        let keys: Option<Vec<Bytes>> = keys_written(cmd, args).map(|positions| positions.into_iter().map(|p| args[p].clone()).collect());
-        // A background RDB save keeps the keys a flush removes (the log's rewrite needs
-        // nothing of them: the flush is in its new incremental file).
-        let flushes = cmd.is(Trait::EmptiesDatabases);
-        self.capture_for_bgsave(db, if flushes { None } else { keys.as_deref() });
-        self.capture_for_sync(db, if flushes { None } else { keys.as_deref() });
-        let Some(rw) = self.log.aof.as_mut().and_then(|a| a.rewrite.as_mut()) else { return };
-        match keys {
-            Some(keys) => {
-                for k in keys {
-                    rw.capture(&mut self.ks, db, &k);
-                }
-            }
-            None => rw.complete_walk(&mut self.ks),
-        }
-    }
-
     /// CONFIG SET appendonly / appendfsync. Turning the log on writes a new generation from
     /// the data in memory (as Redis rewrites then).
     fn reconfigure_aof(&mut self) -> Result<(), String> {
@@ -360,19 +340,4 @@ impl Executor {
         }
         Ok(())
     }
-}
-
-/// The argument positions of the keys a write command may change, or None when they are
-/// not known before it runs (the caller then serializes everything first): from the key
-/// specs, except for the commands whose traits say they empty databases (nothing to capture
-/// key by key) or may write another database than the client's.
-fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
-    if cmd.is(Trait::EmptiesDatabases) {
-        return Some(Vec::new());
-    }
-    // SWAPDB always; COPY when its DB option names a database (maybe another one).
-    if cmd.is(Trait::OtherDatabase) && (cmd.keys.is_empty() || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
-        return None;
-    }
-    crate::spec::keyspec::written_keys(cmd, args)
 }

@@ -27,6 +27,7 @@ mod replicate;
 mod replies;
 mod script;
 mod transaction;
+mod walks;
 
 use crate::clock::Stamp;
 use std::collections::VecDeque;
@@ -110,9 +111,6 @@ pub struct Executor {
 /// Output held by a disconnected client past which its memory is handed back at once.
 const PURGE_AFTER_BYTES: u64 = 1024 * 1024;
 
-/// How long one slice of a log rewrite may hold the executor.
-const REWRITE_SLICE_US: u64 = 500;
-
 /// Requests handled per turn before replies are released (bounds reply latency).
 const MAX_BATCH: usize = 4096;
 
@@ -184,25 +182,6 @@ impl Executor {
         })?;
         let (limits, script_watch) = ready_rx.recv().map_err(|_| std::io::Error::other("the executor did not start"))?;
         Ok((ExecutorHandle { tx, limits, script_watch }, join))
-    }
-
-    /// A slice of each walk under way (a log rewrite, a full sync's snapshot without the
-    /// log, a BGSAVE), between batches; then how soon to come back: at once while one still
-    /// walks, within a millisecond while a writer thread finishes a file.
-    fn step_background(&mut self) -> Option<Duration> {
-        if !(self.rewriting() || self.syncing() || self.bgsaving()) {
-            return None;
-        }
-        self.release_later();
-        let slice = Duration::from_micros(REWRITE_SLICE_US);
-        self.rewrite_tick(slice);
-        self.sync_tick(slice);
-        self.bgsave_tick(slice);
-        if self.rewriting() || self.sync_walking() || self.bgsave_walking() {
-            Some(Duration::ZERO)
-        } else {
-            (self.syncing() || self.bgsaving()).then_some(Duration::from_millis(1))
-        }
     }
 
     fn run(mut self, rx: RequestRx, waiter: inbox::Waiter) {
@@ -346,24 +325,12 @@ impl Executor {
             }
             // release_replies, which follows every turn, lets go of what the sync covers.
             Request::LogSynced => {}
-            Request::ReplSnapshot { link, replid, offset, path } => {
-                self.install_snapshot(link, replid, offset, path);
-                self.failover_link_up(link);
-            }
-            Request::ReplContinue { link, replid } => {
-                self.continue_stream(link, replid);
-                self.failover_link_up(link);
-            }
-            Request::ReplStream { link, offset, data } => self.apply_stream(link, offset, data),
-            Request::ReplCommands { link, offset, len, commands } => self.apply_commands(link, offset, len, commands),
-            Request::ReplLinkDown { link, resume } => {
-                let at = self.link_down(link);
-                self.failover_link_down(link);
-                let _ = resume.send(at);
-            }
-            Request::ReplAckWanted { link } => {
-                self.replica.ack_wanted = self.replica.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
-            }
+            req @ (Request::ReplSnapshot { .. }
+            | Request::ReplContinue { .. }
+            | Request::ReplStream { .. }
+            | Request::ReplCommands { .. }
+            | Request::ReplLinkDown { .. }
+            | Request::ReplAckWanted { .. }) => self.link_message(req),
             Request::Signal { name } => {
                 log::warning(&format!("Received {name} scheduling shutdown..."));
                 let flags = if name == "SIGINT" { P::ShutdownOnSigint } else { P::ShutdownOnSigterm };
@@ -634,7 +601,7 @@ impl Executor {
         }
 
         let start = self.clock_mark.take().unwrap_or_else(Stamp::now);
-        let (mut reply, call_end, next, _) = self.run_command(client, cmd, args, Some(start));
+        let Ran { mut reply, end: call_end, next, redacted, .. } = self.run_command(client, cmd, args, Some(start));
         // The command's end time serves for the slowlog too, unless more ran after it.
         let mut end = call_end;
         let mut scripted = false;
@@ -703,7 +670,7 @@ impl Executor {
             }
         }
         if !cmd.has(Flag::SkipSlowlog) {
-            self.slowlog_record(client, cmd, args, elapsed);
+            self.slowlog_record(client, args, &redacted, elapsed);
         }
         let threshold_ms = self.server.settings.latency_threshold_ms;
         if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading() {
@@ -713,7 +680,7 @@ impl Executor {
         if exec {
             reply = self.exec_transaction(client);
             client.last_cmd = cmd.name;
-            self.feed_monitors(client, cmd, args);
+            self.feed_monitors(client, cmd, args, &[]);
             // EXECABORT: EXEC ran and failed.
             if reply.is_error() {
                 self.server.stats.command(cmd.id).failed_calls += 1;
@@ -728,13 +695,7 @@ impl Executor {
     /// `timer`: when the command started, for INFO commandstats; the end time is returned for
     /// the slowlog (a clock read costs about 50 ns on a VM: two per command, as in Redis).
     /// Scripts' commands are not timed: their time counts as their EVAL's.
-    fn run_command(
-        &mut self,
-        client: &mut Client,
-        cmd: &'static CommandSpec,
-        args: &[Bytes],
-        timer: Option<Stamp>,
-    ) -> (Reply, Option<Stamp>, Next, Logged) {
+    fn run_command(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes], timer: Option<Stamp>) -> Ran {
         if cmd.is(Trait::ArbitraryKeys) && self.exec_depth == 1 && !client.in_script {
             self.log.unwrapped = true;
         }
@@ -750,6 +711,7 @@ impl Executor {
         let next = std::mem::take(&mut self.effects.next);
         let mut logged = std::mem::take(&mut self.effects.logged);
         let script_cache = self.effects.script_cache.take();
+        let redacted = std::mem::take(&mut self.effects.redacted);
         // A script's EVAL ends when the script does (the caller times it).
         let end = timer.filter(|_| !matches!(next, Next::RunScript(_))).map(|_| Stamp::now());
         let elapsed = timer.zip(end).map_or(0, |(s, e)| e.micros_since(s));
@@ -775,7 +737,7 @@ impl Executor {
         self.signal_expired(client);
         // EXEC goes to MONITOR after the commands it runs, as Redis feeds it when it ends.
         if !matches!(next, Next::Exec) {
-            self.feed_monitors(client, cmd, args);
+            self.feed_monitors(client, cmd, args, &redacted);
         }
         let notifications = std::mem::take(&mut self.effects.notifications);
         self.publish_events(client, notifications);
@@ -792,8 +754,18 @@ impl Executor {
         if self.server.settings.latency_tracking && end.is_some() {
             self.server.stats.record_latency(cmd.id, elapsed);
         }
-        (reply, end, next, logged)
+        Ran { reply, end, next, logged, redacted }
     }
+}
+
+/// What running one command leaves its caller: the reply, when it ended (timed commands),
+/// what comes next, its logged form, and the arguments its handler called secret.
+pub(super) struct Ran {
+    pub reply: Reply,
+    pub end: Option<Stamp>,
+    pub next: Next,
+    pub logged: Logged,
+    pub redacted: Vec<usize>,
 }
 
 /// A command's arguments as the executor receives them.

@@ -262,13 +262,6 @@ impl Executor {
         self.capture_for_bgsave(0, None);
     }
 
-    /// Finishes every walk under way: the keyspace is about to be replaced (a reload, a
-    /// replica's new snapshot), and each file keeps the dataset of its start.
-    pub(super) fn complete_walks(&mut self) {
-        self.complete_bgsave_walk();
-        self.complete_sync_walk();
-    }
-
     /// The cron's part: a scheduled BGSAVE once no rewrite runs, `save` points, and the end
     /// of a save whose writer finished while the executor was idle.
     pub(super) fn rdb_cron(&mut self) {

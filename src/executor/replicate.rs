@@ -20,6 +20,7 @@ pub(super) use primary::PrimaryFeed;
 pub(super) use replica::{ReplicaSide, MASTERDOWN, READONLY};
 
 use super::Executor;
+use crate::conn::Request;
 use crate::protocol::Reply;
 use crate::replication::ReplRequest;
 use crate::state::Client;
@@ -46,6 +47,32 @@ impl Executor {
                 self.abort_failover("Failover manually aborted");
                 Reply::OK
             }
+        }
+    }
+
+    /// What a replica's link task reports: a full sync's snapshot, a partial resync
+    /// accepted, stream bytes or commands, the connection down, an acknowledgement wanted.
+    pub(super) fn link_message(&mut self, req: Request) {
+        match req {
+            Request::ReplSnapshot { link, replid, offset, path } => {
+                self.install_snapshot(link, replid, offset, path);
+                self.failover_link_up(link);
+            }
+            Request::ReplContinue { link, replid } => {
+                self.continue_stream(link, replid);
+                self.failover_link_up(link);
+            }
+            Request::ReplStream { link, offset, data } => self.apply_stream(link, offset, data),
+            Request::ReplCommands { link, offset, len, commands } => self.apply_commands(link, offset, len, commands),
+            Request::ReplLinkDown { link, resume } => {
+                let at = self.link_down(link);
+                self.failover_link_down(link);
+                let _ = resume.send(at);
+            }
+            Request::ReplAckWanted { link } => {
+                self.replica.ack_wanted = self.replica.ack_wanted || self.server.repl.master.as_ref().is_some_and(|m| m.id == link)
+            }
+            _ => {}
         }
     }
 }

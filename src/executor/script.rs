@@ -343,10 +343,10 @@ impl ScriptBridge<'_> {
         // Timed for the slow log only: a script's commands are recorded there on their own,
         // as Redis's are (their time also counts as the script's).
         let started = (self.exec.server.settings.slowlog_threshold_us >= 0 && !cmd.has(Flag::SkipSlowlog)).then(crate::clock::Stamp::now);
-        let (mut reply, _, next, logged) = self.exec.run_command(self.client, cmd, argv, None);
+        let super::Ran { mut reply, next, logged, redacted, .. } = self.exec.run_command(self.client, cmd, argv, None);
         if let Some(started) = started {
             let us = crate::clock::Stamp::now().micros_since(started);
-            self.exec.slowlog_record(self.client, cmd, argv, us);
+            self.exec.slowlog_record(self.client, argv, &redacted, us);
         }
         // Keys the command expired (or memory evicted) go before its write, in order.
         for (db, key) in std::mem::take(&mut self.exec.ks.deletions) {

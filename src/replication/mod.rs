@@ -79,15 +79,7 @@ pub struct Peer {
     pub plain: bool,
 }
 
-/// Where a replica's next PSYNC resumes: a replication id and the offset of the last byte
-/// it has, in the primary's space. `plain`: the primary is a redis-server, whose stream is
-/// plain commands (see [`plain`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resume {
-    pub replid: String,
-    pub offset: u64,
-    pub plain: bool,
-}
+pub use crate::conn::Resume;
 
 /// The replica link's state, as INFO and ROLE show it.
 pub const LINK_CONNECT: u8 = 0;
