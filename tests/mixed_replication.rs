@@ -110,11 +110,25 @@ fn a_redis_server_replica_follows_vermilion_fully_then_partially() {
     let primary = Server::start(&["--repl-ping-replica-period", "1"]);
     let mut p = primary.client();
     prepare(&mut p);
+    // The writer is in database 3 when the replica comes, and stays there: the replica's
+    // client starts in 0, so the stream must say where it is.
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut p).expect("SELECT");
+    let _: () = redis::cmd("SET").arg("before-sync").arg(1).query(&mut p).expect("SET");
     let replica = redis_server(&["--logfile", "server.log"]);
     follow(&replica, &primary);
     link_up(&replica, &primary);
+    let _: () = redis::cmd("SET").arg("after-sync").arg(1).query(&mut p).expect("SET");
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut p).expect("SELECT");
     let loaded = log_text(&replica);
     assert!(loaded.contains("Loading RDB produced by version"), "the full sync is an RDB file:\n{loaded}");
+    // An EVALSHA and a SCRIPT FLUSH in one batch: the replica still gets the script's body.
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg("return redis.call('INCR', KEYS[1])").query(&mut p).expect("SCRIPT LOAD");
+    let mut raw = primary.raw();
+    let mut batch = common::diff::encode_cmd(&["EVALSHA", sha.as_str(), "1", "flushed-after"]);
+    batch.extend(common::diff::encode_cmd(&["SCRIPT", "FLUSH"]));
+    raw.send(&batch);
+    assert_eq!(raw.read_line_text(), ":1");
+    assert_eq!(raw.read_line_text(), "+OK");
     for round in 1..4 {
         workload(&mut p, round);
     }
@@ -170,15 +184,19 @@ fn vermilion_follows_a_redis_server_primary_and_serves_its_own_replicas() {
     let chained = Server::start(&[]);
     follow(&chained, &streamed);
     link_up(&chained, &streamed);
-    // And a redis-server replica of the Vermilion replica that runs without its log.
+    // And a redis-server replica and a Vermilion replica of the Vermilion replica that runs
+    // without its log (its in-memory stream holds records of its own, with checkpoints).
     let sub = redis_server(&[]);
     follow(&sub, &on_disk);
     link_up(&sub, &on_disk);
+    let sub_v = Server::start(&[]);
+    follow(&sub_v, &on_disk);
+    link_up(&sub_v, &on_disk);
     for round in 1..4 {
         workload(&mut p, round);
     }
     wait_acked(&mut p, 2);
-    same_data(&primary, &[&streamed, &on_disk, &chained, &sub]);
+    same_data(&primary, &[&streamed, &on_disk, &chained, &sub, &sub_v]);
     // What INFO shows is the primary's offset (Sentinel compares it with the primary's).
     let theirs = num(&mut p, "replication", "master_repl_offset");
     let ours = wait_info(&streamed, "the offset", |t| field(t, "slave_repl_offset").and_then(|v| v.parse::<i64>().ok()) == Some(theirs));
@@ -268,17 +286,30 @@ fn redis_server_replicas_share_one_background_save_while_writes_go_on() {
     let primary = Server::start(&[]);
     let mut p = primary.client();
     prepare(&mut p);
-    let _: () = redis::cmd("DEBUG").arg("POPULATE").arg(1000).query(&mut p).expect("DEBUG POPULATE");
-    // Each key takes 1 ms to save: the save spans the writes and the second replica's arrival.
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("rdb-key-save-delay").arg(1000).query(&mut p).expect("CONFIG SET");
-    let first = redis_server(&[]);
+    let _: () = redis::cmd("DEBUG").arg("POPULATE").arg(20_000).query(&mut p).expect("DEBUG POPULATE");
+    // Each key takes 150 us to save: the save (about 3 s) spans the writes and the second
+    // replica's arrival (redis-server connects from its once-a-second cron). The delay is a
+    // sleep in the executor: longer ones would slow the connections' own turns.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("rdb-key-save-delay").arg(150).query(&mut p).expect("CONFIG SET");
+    let (first, second) = (redis_server(&[]), redis_server(&[]));
     follow(&first, &primary);
-    std::thread::sleep(Duration::from_millis(100));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while num(&mut p, "stats", "sync_full") < 1 {
+        assert!(Instant::now() < deadline, "the first replica never asked");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let text = info(&mut p, "persistence");
     assert_eq!(field(&text, "rdb_bgsave_in_progress").as_deref(), Some("1"), "the sync runs on a background save");
-    workload(&mut p, 1);
-    let second = redis_server(&[]);
+    // Writes the first replica holds, then the second replica joins the running save.
+    for i in 0..20 {
+        let _: () = redis::cmd("SET").arg(format!("held{i}")).arg(i).query(&mut p).expect("SET");
+    }
     follow(&second, &primary);
+    while num(&mut p, "stats", "sync_full") < 2 {
+        assert!(Instant::now() < deadline, "the second replica never asked");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    workload(&mut p, 1);
     let _: () = redis::cmd("SELECT").arg(5).query(&mut p).expect("SELECT");
     let _: () = redis::cmd("SET").arg("in-db5").arg("during the save").query(&mut p).expect("SET");
     let _: () = redis::cmd("SELECT").arg(0).query(&mut p).expect("SELECT");
@@ -286,9 +317,18 @@ fn redis_server_replicas_share_one_background_save_while_writes_go_on() {
     link_up(&second, &primary);
     let _: () = redis::cmd("CONFIG").arg("SET").arg("rdb-key-save-delay").arg(0).query(&mut p).expect("CONFIG SET");
     assert_eq!(num(&mut p, "stats", "sync_full"), 2);
+    assert_eq!(num(&mut p, "persistence", "rdb_saves"), 1, "one background save served both replicas");
     workload(&mut p, 2);
     wait_acked(&mut p, 2);
     same_data(&primary, &[&first, &second]);
+    // Both follow the one feed: the second, which joined the running save, counts from
+    // where the save began, as the first does.
+    let offset = |s: &Server| num(&mut s.client(), "replication", "master_repl_offset");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while offset(&first) != offset(&second) {
+        assert!(Instant::now() < deadline, "the replicas' offsets differ: {} and {}", offset(&first), offset(&second));
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(primary.dir.path().join("dump.rdb").exists(), "the save wrote dbfilename, as Redis's disk-based sync does");
 }
 

@@ -94,10 +94,10 @@ impl Executor {
     /// its primary's stream (no records of its own, no deletions of its own); with replicas
     /// attached the segments written are kept for them.
     pub(super) fn adopt_log(&mut self, mut aof: Aof) {
-        aof.rec.verbatim = self.server.repl.master.is_some();
+        aof.rec.verbatim = self.copies_stream();
         aof.rec.tee = self.server.repl.backlog.is_some();
         self.ks.deletions.clear();
-        self.ks.log_deletions = !aof.rec.verbatim;
+        self.ks.log_deletions = self.server.repl.master.is_none();
         self.server.aof_info = Some(aof.info());
         self.log.aof = Some(aof);
     }
@@ -204,7 +204,7 @@ impl Executor {
                 let mut aof = Aof::open(dir, &incr, policy, offset, self.log_waker()).map_err(|e| format!("ERR {e}"))?;
                 aof.rec.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
                 // A replica's log copies a stream; a primary's is its own.
-                let replid = self.server.repl.master.is_some().then(|| self.server.repl.replid.clone());
+                let replid = self.copies_stream().then(|| self.server.repl.replid.clone());
                 if let Err(e) = aof.dir.set_replid(replid) {
                     log::warning(&format!("Can't update the AOF manifest: {e}"));
                 }

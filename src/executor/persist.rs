@@ -180,10 +180,14 @@ impl Executor {
         if !outcome.wrote || outcome.random_dirty {
             return;
         }
+        // redis-server replicas may not have the body (an RDB file holds no scripts), and a
+        // SCRIPT FLUSH later in the batch would leave the plain feed none to put in: with
+        // them attached, a script always goes out whole.
+        let plain = self.server.repl.plain.is_some();
         let Some(rec) = self.log.stream_mut() else { return };
         let mut argv = args.to_vec();
         let is_evalsha = args[0].len() >= 7 && args[0][..7].eq_ignore_ascii_case(b"evalsha");
-        if !rec.epoch_scripts.contains(&*call.sha) {
+        if plain || !rec.epoch_scripts.contains(&*call.sha) {
             if is_evalsha {
                 if let Some(script) = self.server.scripts.as_ref().and_then(|e| e.get(call.sha.as_bytes())) {
                     argv[0] = b("EVAL");

@@ -20,10 +20,10 @@ impl Executor {
             return;
         }
         let mut mem = MemLog::new(self.server.repl.offset);
-        mem.rec.verbatim = self.server.repl.master.is_some();
+        mem.rec.verbatim = self.copies_stream();
         // A full sync's snapshot carries every cached script: EVALSHA of them stays as is.
         mem.rec.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
-        self.ks.log_deletions = !mem.rec.verbatim;
+        self.ks.log_deletions = self.server.repl.master.is_none();
         self.log.mem = Some(mem);
     }
 

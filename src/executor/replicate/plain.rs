@@ -60,7 +60,47 @@ impl Executor {
         } else {
             log::notice(&format!("Replica {who} asks for synchronization"));
         }
-        // The stream goes on in the database the log is in: the replica's client starts in 0.
+        self.server.repl.sync_full += 1;
+        // As Redis's disk-based sync: the file of a background save, with the stream since
+        // its start held for the replica meanwhile. A replica joining a running save starts
+        // where the first one did.
+        let Some(now_at) = self.server.repl.plain.as_ref().map(|f| f.offset) else { return Reply::error("ERR no stream for the replica") };
+        let (at, held) = match self.bgsave_for_sync(client.id, now_at) {
+            Some((at, held)) => {
+                log::notice(&format!("Starting BGSAVE for SYNC with target: disk, for {who} at offset {at}"));
+                (at, Some(held))
+            }
+            None => (now_at, None),
+        };
+        if !legacy {
+            let replid = self.server.repl.plain.as_ref().map_or("", |f| f.replid.as_str());
+            client.out.extend_from_slice(format!("+FULLRESYNC {replid} {at}\r\n").as_bytes());
+        }
+        let waits = held.is_some();
+        if !waits {
+            // No background save can serve it (a log rewrite's walk, or a save started
+            // before with no replica waiting on it): the file is encoded now.
+            let started = std::time::Instant::now();
+            let rdb = crate::commands::dataset_rdb(&self.ks, &self.server, true);
+            log::notice(&format!(
+                "Full resync of {who}: an RDB file of {} bytes encoded in {} ms, stream from offset {at}",
+                rdb.len(),
+                started.elapsed().as_millis()
+            ));
+            client.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+            client.out.extend_from_slice(&rdb);
+        }
+        let state = if waits { PeerState::WaitSnapshot } else { PeerState::Online };
+        self.attach_replica(client, state, log_end, legacy);
+        if let Some(peer) = client.replica.as_mut() {
+            peer.plain = true;
+            peer.held = held;
+            peer.sync_offset = at;
+            // Nothing is acknowledged until the replica has loaded the file and says so.
+            peer.ack_offset = 0;
+        }
+        // The replica's client starts in database 0: the stream names the one it is in, to
+        // every redis-server replica (it counts in the feed's offsets).
         let db = match self.log.stream() {
             Some(rec) if rec.verbatim => Some(self.replica.master_client.as_ref().map_or(self.replica.master_db, |c| c.db)),
             Some(rec) => rec.selected_db,
@@ -69,60 +109,32 @@ impl Executor {
         if let Some(db) = db {
             let mut select = Vec::new();
             format::encode_command(&mut select, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
-            self.plain_to_replicas(Bytes::from(select));
-        }
-        let repl = &mut self.server.repl;
-        repl.sync_full += 1;
-        let Some(feed) = repl.plain.as_ref() else { return Reply::error("ERR no stream for the replica") };
-        let at = feed.offset;
-        if !legacy {
-            client.out.extend_from_slice(format!("+FULLRESYNC {} {at}\r\n", feed.replid).as_bytes());
-        }
-        // As Redis's disk-based sync: the file of a background save, with the stream since
-        // its start held for the replica meanwhile.
-        if let Some(held) = self.bgsave_for_sync(client.id) {
-            log::notice(&format!("Starting BGSAVE for SYNC with target: disk, for {who} at offset {at}"));
-            self.attach_replica(client, PeerState::WaitSnapshot, log_end, legacy);
-            if let Some(peer) = client.replica.as_mut() {
-                peer.plain = true;
-                peer.held = Some(held);
+            let select = Bytes::from(select);
+            self.plain_to_replicas(select.clone());
+            // This replica is not in the client table while its command runs.
+            match client.replica.as_mut().and_then(|p| p.held.as_mut()) {
+                Some(held) => held.extend_from_slice(&select),
+                None => client.out.extend_from_slice(&select),
             }
-            return Reply::NoReply;
-        }
-        // No background save can serve it (a log rewrite's walk, or a save started before
-        // with no replica waiting on it): the file is encoded now.
-        let started = std::time::Instant::now();
-        let rdb = crate::commands::dataset_rdb(&self.ks, &self.server, true);
-        log::notice(&format!(
-            "Full resync of {who}: an RDB file of {} bytes encoded in {} ms, stream from offset {at}",
-            rdb.len(),
-            started.elapsed().as_millis()
-        ));
-        client.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        client.out.extend_from_slice(&rdb);
-        self.attach_replica(client, PeerState::Online, log_end, legacy);
-        Self::mark_plain(client);
-        if let Some(peer) = client.replica.as_mut() {
-            // Nothing is acknowledged until the replica has loaded the file and says so.
-            peer.ack_offset = 0;
         }
         Reply::NoReply
     }
 
-    /// The stream a redis-server replica joining a background save needs held: a started
-    /// save's (nothing yet), or that of a replica already waiting on the running one. None:
-    /// no save can serve it.
-    fn bgsave_for_sync(&mut self, except: u64) -> Option<Vec<u8>> {
+    /// The background save a redis-server replica's full sync waits on, as (the feed offset
+    /// its stream starts at, the stream held since): a save started now (`now_at`, nothing
+    /// held yet), or the running one a replica already waits on (its start and its held
+    /// stream). None: no save can serve it.
+    fn bgsave_for_sync(&mut self, except: u64, now_at: u64) -> Option<(u64, Vec<u8>)> {
         if self.bgsaving() {
             return self.server.repl.replicas.iter().filter(|&&id| id != except).find_map(|id| {
                 let p = self.server.clients.get(id)?.replica.as_ref()?;
-                (p.plain && p.state == PeerState::WaitSnapshot).then(|| p.held.clone()).flatten()
+                (p.plain && p.state == PeerState::WaitSnapshot).then(|| p.held.clone().map(|h| (p.sync_offset, h))).flatten()
             });
         }
         if self.rewriting() {
             return None;
         }
-        self.start_bgsave().ok().map(|_| Vec::new())
+        self.start_bgsave().ok().map(|_| (now_at, Vec::new()))
     }
 
     /// A background save ended (`file`: the RDB file it wrote, None if it failed): the
@@ -222,9 +234,16 @@ impl Executor {
         if let Some(old) = self.log.aof.take() {
             let (mut dir, policy) = (old.dir.clone(), old.policy);
             drop(old);
+            // The data is the new primary's now: a server that cannot log it stops, as after
+            // a Vermilion primary's snapshot (a restart loads the old log and syncs again).
+            let fatal = |e: String| -> ! {
+                log::warning(&format!("Failed to start the log from the MASTER's RDB file: {e}. Exiting."));
+                std::process::exit(1)
+            };
             let snap = snapshot::encode(&self.ks, &self.snapshot_scripting(), log_end, 0);
-            let incr = dir.new_generation(&snap).map_err(|e| format!("Can't write the log's new base: {e}"))?;
-            let mut aof = Aof::open(dir, &incr, policy, log_end, self.log_waker()).map_err(|e| format!("Can't open the log: {e}"))?;
+            let incr = dir.new_generation(&snap).unwrap_or_else(|e| fatal(format!("Can't write the log's new base: {e}")));
+            let mut aof =
+                Aof::open(dir, &incr, policy, log_end, self.log_waker()).unwrap_or_else(|e| fatal(format!("Can't open the log: {e}")));
             aof.rec.epoch_scripts = self.script_table().into_iter().map(|(sha, _)| sha).collect();
             if let Err(e) = aof.dir.set_replid(None) {
                 log::warning(&format!("Can't update the AOF manifest: {e}"));

@@ -31,6 +31,12 @@ pub(in crate::executor) struct ReplicaSide {
 }
 
 impl Executor {
+    /// Whether this server's log is a copy of its primary's stream, as received: a replica
+    /// of a Vermilion primary (a redis-server primary's commands are records of its own).
+    pub(in crate::executor) fn copies_stream(&self) -> bool {
+        self.server.repl.master.as_ref().is_some_and(|m| m.upstream.is_none())
+    }
+
     /// Whether this server is a replica refusing writes from clients.
     pub(in crate::executor) fn read_only_replica(&self) -> bool {
         self.server.repl.master.is_some() && self.server.settings.replica_read_only
@@ -506,7 +512,10 @@ impl Executor {
     pub(in crate::executor) fn ack_master(&mut self) {
         let repl = &self.server.repl;
         let Some(m) = repl.master.as_ref() else { return };
-        if m.synced {
+        // A redis-server's offset counts commands applied: acknowledged only once the log
+        // holds them (a Vermilion primary's is the log's own offset).
+        let written = m.upstream.is_none() || self.log.aof.as_ref().is_none_or(|a| a.write_error.is_none());
+        if m.synced && written {
             m.shared.applied.store(repl.shown().1, Ordering::Release);
         }
         if std::mem::take(&mut self.replica.ack_wanted) && m.synced {
