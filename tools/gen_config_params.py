@@ -87,9 +87,13 @@ def rs(s):
 # per record) so tests can watch a load in progress; rdb-key-save-delay is accepted and has
 # no effect (there is no RDB save).
 HIDDEN = ["key-load-delay\t0", "loading-process-events-interval-bytes\t2097152", "rdb-key-save-delay\t0"]
+# Vermilion's own parameters (extensions Redis does not have): all-or-nothing scripts
+# (docs/SCRIPTING.md, "All-or-nothing scripts").
+VERMILION = ["script-rollback\tno", "script-rollback-max-memory\t67108864"]
+MEMORY["script-rollback-max-memory"] = (0, I64)
 
 rows = []
-for line in list(open(sys.argv[1])) + HIDDEN:
+for line in list(open(sys.argv[1])) + HIDDEN + VERMILION:
     name, _, value = line.rstrip("\n").partition("\t")
     if name in ALIASES:
         continue

@@ -181,6 +181,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "key-load-delay", aliases: &[], kind: Kind::Int(-2147483648, 2147483647), default: "0", mutable: true },
     Param { name: "loading-process-events-interval-bytes", aliases: &[], kind: Kind::Int(1024, 2147483647), default: "2097152", mutable: true },
     Param { name: "rdb-key-save-delay", aliases: &[], kind: Kind::Int(-2147483648, 2147483647), default: "0", mutable: true },
+    Param { name: "script-rollback", aliases: &[], kind: Kind::Bool, default: "no", mutable: true },
+    Param { name: "script-rollback-max-memory", aliases: &[], kind: Kind::Memory(0, 9223372036854775807), default: "67108864", mutable: true },
 ];
 
 /// Every parameter, for code that reads one: `config.get(P::Maxmemory)`. A misspelled
@@ -364,4 +366,6 @@ pub enum P {
     KeyLoadDelay = 173,
     LoadingProcessEventsIntervalBytes = 174,
     RdbKeySaveDelay = 175,
+    ScriptRollback = 176,
+    ScriptRollbackMaxMemory = 177,
 }

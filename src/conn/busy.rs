@@ -116,7 +116,7 @@ mod tests {
         user3.authenticated.store(true, Ordering::Relaxed);
         user3.resp3.store(true, Ordering::Relaxed);
         let w = ScriptWatch::default();
-        w.start(false, None);
+        w.start(false, None, false);
         let cmd = |parts: &[&str]| parts.iter().map(|p| bytes::Bytes::copy_from_slice(p.as_bytes())).collect::<Vec<_>>();
         assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], &guest).unwrap(), b"-NOAUTH Authentication required.\r\n");
         assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"]), cmd(&["SHUTDOWN"])], &user).unwrap(), [BUSY, BUSY].concat());
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(busy_answers(&w, &[cmd(&["script", "KILL"])], &user).unwrap(), b"+OK\r\n");
         assert!(w.must_abort());
         w.finish();
-        w.start(false, None);
+        w.start(false, None, false);
         assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "STATS"])], &user).unwrap(), BUSY);
         assert_eq!(busy_answers(&w, &[cmd(&["FUNCTION", "KILL"])], &user).unwrap(), BUSY);
         // The name and the arity are checked before authentication and BUSY, as in Redis.
@@ -144,7 +144,7 @@ mod tests {
             libraries: 1,
             functions: 2,
         };
-        w.start(false, Some(f));
+        w.start(false, Some(f), false);
         assert_eq!(busy_answers(&w, &[cmd(&["GET", "k"])], &user).unwrap(), BUSY_FUNCTION);
         assert_eq!(busy_answers(&w, &[cmd(&["SCRIPT", "KILL"])], &user).unwrap(), BUSY_FUNCTION);
         let stats = busy_answers(&w, &[cmd(&["FUNCTION", "STATS"])], &user3).unwrap();

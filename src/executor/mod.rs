@@ -25,6 +25,7 @@ mod persist;
 mod rdb_save;
 mod replicate;
 mod replies;
+mod rollback;
 mod script;
 mod transaction;
 mod walks;
@@ -79,6 +80,8 @@ pub struct Executor {
     /// The running script's declared keys, while a client tracks keys: what its reads
     /// remember for the caller (see `remember_tracked_keys`).
     script_keys: Vec<Bytes>,
+    /// The undo record of the running all-or-nothing script (rollback.rs).
+    undo: Option<rollback::Undo>,
     /// A background RDB save and the save points' state (see rdb_save.rs).
     rdb: rdb_save::RdbSide,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
@@ -141,6 +144,7 @@ impl Executor {
             busy_pump: None,
             log: persist::LogPipeline::default(),
             script_keys: Vec::new(),
+            undo: None,
             rdb: rdb_save::RdbSide::default(),
             exec_depth: 0,
             load: load::Loader::default(),
@@ -740,7 +744,11 @@ impl Executor {
             self.feed_monitors(client, cmd, args, &redacted);
         }
         let notifications = std::mem::take(&mut self.effects.notifications);
-        self.publish_events(client, notifications);
+        match self.undo.as_mut().filter(|_| client.in_script) {
+            // An all-or-nothing script's events wait for its end (dropped if it is undone).
+            Some(undo) => undo.notifications.extend(notifications),
+            None => self.publish_events(client, notifications),
+        }
         // Receivers of PUBLISH get their output released with this batch.
         self.touched.append(&mut self.effects.pushed);
         self.server.stats.total_commands_processed += 1;

@@ -137,7 +137,11 @@ impl Executor {
                 functions: engine.functions.registered_count(),
             }
         });
-        watch.start(self.loading(), running);
+        let rollback = self.wants_rollback(flags.rollback);
+        if rollback {
+            self.start_undo();
+        }
+        watch.start(self.loading(), running, rollback);
         if self.server.tracking.clients > 0 {
             self.script_keys = keys.to_vec();
         }
@@ -161,8 +165,27 @@ impl Executor {
         } else {
             engine.run(&call.sha, keys, argv, &mut bridge, busy)
         };
-        let outcome = std::mem::take(&mut bridge.outcome);
+        let mut outcome = std::mem::take(&mut bridge.outcome);
         watch.finish();
+        let mut reply = reply;
+        if rollback && end != RunEnd::Shutdown {
+            let failed = reply.is_error() || end == RunEnd::Killed;
+            let (undone, overflowed) = self.finish_undo(client, failed);
+            if undone {
+                // Nothing of the script is logged: only the deletions of keys that had
+                // expired (they are gone for good).
+                let deletions = std::mem::take(&mut outcome.deletions);
+                let effects = std::mem::take(&mut outcome.effects);
+                outcome.effects = deletions.iter().filter_map(|&i| effects.get(i).cloned()).collect();
+                outcome.deletions = (0..outcome.effects.len()).collect();
+                outcome.wrote = false;
+                outcome.published = false;
+                if overflowed && !reply.is_error() {
+                    reply = Reply::error(super::rollback::OVERFLOW);
+                }
+            }
+        }
+        self.undo = None;
         self.script_keys.clear();
         client.in_script = false;
         client.deny_blocking = false;
@@ -338,6 +361,9 @@ impl ScriptBridge<'_> {
             self.outcome.random_dirty = true;
         }
         let db = self.client.db;
+        if let Some(refused) = self.exec.undo_capture(db, cmd, argv) {
+            return refused;
+        }
         self.client.proto = resp;
         let dirty_before = self.exec.server.dirty;
         // Timed for the slow log only: a script's commands are recorded there on their own,

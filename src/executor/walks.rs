@@ -66,12 +66,13 @@ impl Executor {
 /// not known before it runs (the caller then serializes everything first): from the key
 /// specs, except for the commands whose traits say they empty databases (nothing to capture
 /// key by key) or may write another database than the client's.
-fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+pub(super) fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
     if cmd.is(Trait::EmptiesDatabases) {
         return Some(Vec::new());
     }
-    // SWAPDB always; COPY when its DB option names a database (maybe another one).
-    if cmd.is(Trait::OtherDatabase) && (cmd.keys.is_empty() || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
+    // SWAPDB and MOVE (no key, or one, of the client's database) always; COPY when its DB
+    // option names a database (maybe another one).
+    if cmd.is(Trait::OtherDatabase) && (cmd.keys.len() < 2 || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
         return None;
     }
     crate::spec::keyspec::written_keys(cmd, args)

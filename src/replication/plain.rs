@@ -94,18 +94,51 @@ pub fn plain_commands(data: &[u8], body_of: impl Fn(&[u8]) -> Option<Bytes>) -> 
     format::replay(data, |r| {
         let name = r.argv[0];
         let ro = name.eq_ignore_ascii_case(b"evalsha_ro");
-        if (ro || name.eq_ignore_ascii_case(b"evalsha")) && r.argv.len() > 1 {
-            if let Some(body) = body_of(r.argv[1]) {
+        let eval =
+            ro || name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro");
+        let by_sha = ro || name.eq_ignore_ascii_case(b"evalsha");
+        let body = match r.argv.get(1) {
+            Some(sha) if by_sha => body_of(sha),
+            Some(body) if eval => Some(Bytes::copy_from_slice(body)),
+            _ => None,
+        };
+        match body {
+            Some(body) => {
                 let mut argv = r.argv.clone();
-                argv[0] = if ro { b"EVAL_RO" } else { b"EVAL" };
+                if by_sha {
+                    argv[0] = if ro { b"EVAL_RO" } else { b"EVAL" };
+                }
+                let body = redis_shebang(&body);
                 argv[1] = &body;
                 format::encode_command(&mut out, &argv);
-                return;
             }
+            None => format::encode_command(&mut out, &r.argv),
         }
-        format::encode_command(&mut out, &r.argv);
     });
     out
+}
+
+/// A script's body as redis-server accepts it: without the shebang flags only Vermilion
+/// knows (`rollback`: the script ran whole here, so the replica runs it plainly). Other
+/// bodies are returned as they are.
+fn redis_shebang(body: &Bytes) -> Bytes {
+    let Some(end) = crate::scripting::shebang_end(body).filter(|_| body.starts_with(b"#!")) else { return body.clone() };
+    let line = &body[..end];
+    let Some(at) = line.windows(6).position(|w| w == b"flags=") else { return body.clone() };
+    let flags_end = line[at..].iter().position(|&b| b == b' ').map_or(line.len(), |p| at + p);
+    let flags: Vec<&[u8]> = line[at + 6..flags_end].split(|&b| b == b',').filter(|f| *f != b"rollback").collect();
+    if flags.len() == line[at + 6..flags_end].split(|&b| b == b',').count() {
+        return body.clone();
+    }
+    let mut out = Vec::with_capacity(body.len());
+    out.extend_from_slice(&line[..at]);
+    if !flags.is_empty() {
+        out.extend_from_slice(b"flags=");
+        out.extend_from_slice(&flags.join(&b","[..]));
+    }
+    out.extend_from_slice(&line[flags_end..]);
+    out.extend_from_slice(&body[end..]);
+    Bytes::from(out)
 }
 
 /// Whole commands cut from a redis-server primary's stream.
@@ -192,6 +225,19 @@ mod tests {
         assert_eq!(feed.log_offset(5010 + PING.len() as u64), 130);
         assert_eq!(feed.log_offset(feed.offset), 150);
         assert_eq!(feed.log_offset(1), 0);
+    }
+
+    #[test]
+    fn vermilion_shebang_flags_are_left_out_for_redis_server() {
+        let cases: [(&[u8], &[u8]); 4] = [
+            (b"#!lua flags=rollback\nreturn 1", b"#!lua \nreturn 1"),
+            (b"#!lua flags=no-writes,rollback\nreturn 1", b"#!lua flags=no-writes\nreturn 1"),
+            (b"#!lua flags=no-writes\nreturn 1", b"#!lua flags=no-writes\nreturn 1"),
+            (b"return 1", b"return 1"),
+        ];
+        for (body, want) in cases {
+            assert_eq!(&redis_shebang(&Bytes::copy_from_slice(body))[..], want);
+        }
     }
 
     #[test]

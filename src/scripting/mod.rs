@@ -76,6 +76,9 @@ pub struct ScriptFlags {
     pub allow_stale: bool,
     pub no_cluster: bool,
     pub allow_cross_slot_keys: bool,
+    /// `rollback` (a Vermilion extension): a script that fails or is killed leaves none of
+    /// its writes (docs/SCRIPTING.md, "All-or-nothing scripts").
+    pub rollback: bool,
 }
 
 /// Where a shebang line ends (its `\n`), as Redis's `strchr(code, '\n')` finds it on a C
@@ -110,6 +113,7 @@ impl ScriptFlags {
                     "allow-stale" => flags.allow_stale = true,
                     "no-cluster" => flags.no_cluster = true,
                     "allow-cross-slot-keys" => flags.allow_cross_slot_keys = true,
+                    "rollback" => flags.rollback = true,
                     _ => return Err(format!("Unexpected flag in script shebang: {flag}")),
                 }
             }

@@ -51,14 +51,18 @@ pub struct ScriptWatch {
     from_master: AtomicBool,
     /// The running script is a function (FCALL), not an EVAL script.
     function: AtomicBool,
+    /// The running script's writes are undone if it fails or is killed: SCRIPT KILL may stop
+    /// it after it wrote.
+    rollback: AtomicBool,
     running_function: Mutex<Option<RunningFunction>>,
 }
 
 impl ScriptWatch {
     /// A script starts (executor); `from_master`: it is a record of the replication stream
     /// or of the log being loaded.
-    pub fn start(&self, from_master: bool, function: Option<RunningFunction>) {
+    pub fn start(&self, from_master: bool, function: Option<RunningFunction>, rollback: bool) {
         self.from_master.store(from_master, Ordering::Release);
+        self.rollback.store(rollback, Ordering::Release);
         self.function.store(function.is_some(), Ordering::Release);
         if let Ok(mut running) = self.running_function.lock() {
             *running = function;
@@ -118,15 +122,19 @@ impl ScriptWatch {
         if self.from_master.load(Ordering::Acquire) {
             return KillOutcome::UnkillableMaster;
         }
-        if state == WROTE {
+        let rollback = self.rollback.load(Ordering::Acquire);
+        if state == WROTE && !rollback {
             return KillOutcome::Unkillable;
         }
         if self.function.load(Ordering::Acquire) != function {
             return KillOutcome::WrongKind;
         }
-        match self.state.compare_exchange(RUNNING, KILLED, Ordering::AcqRel, Ordering::Acquire) {
+        // A script whose writes are undone may be stopped after it wrote.
+        let from = if rollback && state == WROTE { WROTE } else { RUNNING };
+        match self.state.compare_exchange(from, KILLED, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => KillOutcome::Killed,
             Err(KILLED) => KillOutcome::Killed,
+            Err(WROTE) if rollback => self.kill(function),
             Err(WROTE) => KillOutcome::Unkillable,
             Err(_) => KillOutcome::NotBusy,
         }
@@ -159,14 +167,14 @@ mod tests {
     fn a_script_that_wrote_cannot_be_killed_and_a_killed_one_cannot_write() {
         let w = ScriptWatch::default();
         assert_eq!(w.kill(false), KillOutcome::NotBusy);
-        w.start(false, None);
+        w.start(false, None, false);
         assert!(w.may_write());
         assert_eq!(w.kill(false), KillOutcome::Unkillable);
         w.finish();
-        w.start(true, None);
+        w.start(true, None, false);
         assert_eq!(w.kill(false), KillOutcome::UnkillableMaster);
         w.finish();
-        w.start(false, None);
+        w.start(false, None, false);
         assert_eq!(w.kill(true), KillOutcome::WrongKind);
         assert_eq!(w.kill(false), KillOutcome::Killed);
         assert!(!w.may_write());
@@ -174,12 +182,27 @@ mod tests {
         w.finish();
         assert!(!w.must_abort());
         let f = RunningFunction { name: "f".into(), argv: vec![], started: Instant::now(), libraries: 1, functions: 1 };
-        w.start(false, Some(f));
+        w.start(false, Some(f), false);
         assert!(w.is_function());
         assert_eq!(w.running_function().map(|f| f.name), Some("f".to_string()));
         assert_eq!(w.kill(false), KillOutcome::WrongKind);
         assert_eq!(w.kill(true), KillOutcome::Killed);
         w.finish();
         assert!(w.running_function().is_none());
+    }
+
+    #[test]
+    fn a_rollback_script_that_wrote_can_be_killed_and_writes_no_more() {
+        let w = ScriptWatch::default();
+        w.start(false, None, true);
+        assert!(w.may_write());
+        assert_eq!(w.kill(false), KillOutcome::Killed);
+        assert!(!w.may_write());
+        assert!(w.must_abort());
+        w.finish();
+        // The flag is the running script's: the next one without it is unkillable again.
+        w.start(false, None, false);
+        assert!(w.may_write());
+        assert_eq!(w.kill(false), KillOutcome::Unkillable);
     }
 }

@@ -139,8 +139,9 @@ pub enum Trait {
     /// of it, they ask of its queue (Redis's `mstate.cmd_flags`), and a refusal discards the
     /// transaction.
     RunsQueue,
-    /// Writes a key of another database than the client's (COPY with DB, SWAPDB): a rewrite
-    /// in progress completes its walk before it.
+    /// Writes a key of another database than the client's (COPY with DB, MOVE, SWAPDB): a
+    /// background walk in progress completes before it, and an all-or-nothing script may not
+    /// run it.
     OtherDatabase,
 }
 
