@@ -157,7 +157,19 @@ fn nothing_of_a_rolled_back_script_reaches_the_log_or_the_replicas() {
     }
     let mut p = primary.client();
     fill(&mut p);
-    eval(&mut p, &format!("{FLAGGED}redis.call('SET', 'ghost-key', 'x'){WRITES}error('boom')"), &[]).expect_err("fails");
+    // A subscriber on the replica: a rolled-back script's PUBLISH reached the primary's own
+    // subscribers at once, so it reaches the replica's too (messages are not data).
+    let mut sub = replica.raw();
+    sub.cmd(&[b"SUBSCRIBE", b"news"]);
+    let _ = sub.read_reply();
+    eval(&mut p, &format!("{FLAGGED}redis.call('SET', 'ghost-key', 'x') redis.call('PUBLISH', 'news', 'hello'){WRITES}error('boom')"), &[])
+        .expect_err("fails");
+    let message = String::from_utf8_lossy(&sub.read_reply()).into_owned();
+    assert!(message.contains("hello"), "{message}");
+    // A flagged body loaded by SCRIPT LOAD reaches redis-server without the flag.
+    let sha: String =
+        redis::cmd("SCRIPT").arg("LOAD").arg(format!("{FLAGGED}redis.call('SET', 'loaded', 1) return 1")).query(&mut p).expect("LOAD");
+    let _: i64 = redis::cmd("EVALSHA").arg(&sha).arg(0).query(&mut p).expect("EVALSHA");
     q(&mut p, &["SET", "marker", "1"]);
     // A flagged script that succeeds is logged whole; redis-server gets it without the flag
     // it does not know.
@@ -222,6 +234,22 @@ fn keyspace_events_and_blocked_clients_see_nothing_of_a_rolled_back_script() {
     // The later SET's second event, then the successful script's.
     let queued = (0..6).map(|_| String::from_utf8_lossy(&sub.read_reply()).into_owned()).find(|e| e.contains("queue"));
     assert!(queued.is_some(), "a successful script's events are delivered");
+}
+
+#[test]
+fn a_consumer_group_read_is_undone_too() {
+    let s = Server::start(&[]);
+    let mut c = s.client();
+    q(&mut c, &["XADD", "x", "1-1", "f", "v"]);
+    q(&mut c, &["XGROUP", "CREATE", "x", "g", "0"]);
+    let before = digest(&mut c);
+    // XREADGROUP's key spec calls the stream read-only, yet it creates the consumer, moves
+    // the group's last id and fills its pending list.
+    let body = format!("{FLAGGED}redis.call('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 'x', '>') error('boom')");
+    eval(&mut c, &body, &[]).expect_err("fails");
+    assert_eq!(digest(&mut c), before);
+    let pending: Vec<redis::Value> = redis::cmd("XPENDING").arg("x").arg("g").query(&mut c).expect("XPENDING");
+    assert_eq!(pending[0], redis::Value::Int(0), "no pending entry left behind");
 }
 
 #[test]

@@ -180,6 +180,7 @@ TRAITS = {
     "other-database": "OtherDatabase",
     "arbitrary-keys": "ArbitraryKeys",
     "runs-queue": "RunsQueue",
+    "moves-key": "MovesKey",
 }
 
 

@@ -570,8 +570,10 @@ impl Executor {
         // Over maxmemory (after trying to evict): denyoom commands are refused, and inside
         // MULTI every command that would be queued, as Redis does.
         let queues = client.txn.multi.is_some() && !cmd.is(Trait::NotQueued);
-        // Eviction runs before every command, as in Redis (a read too may find memory over).
-        let oom = !self.loading() && !self.within_maxmemory();
+        // Eviction runs before every command, as in Redis (a read too may find memory over),
+        // except for a command served while a script is busy: Redis neither evicts nor
+        // refuses then (a script's undo record must not lose a key under it).
+        let oom = !self.loading() && !self.server.script_watch.running() && !self.within_maxmemory();
         // A script's declared flags decide for it (inside EXEC the script's own check does).
         let deny_oom = |c: &CommandSpec, a: &[Bytes]| match self.declared_flags(c, a).filter(|_| !client.in_exec()) {
             Some(f) => !(f.allow_oom || f.no_writes),

@@ -76,7 +76,7 @@ pub(super) struct Pending {
 }
 
 /// A PUBLISH or SPUBLISH record.
-fn is_publish(argv: &[Bytes]) -> bool {
+pub(super) fn is_publish(argv: &[Bytes]) -> bool {
     argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"publish") || n.eq_ignore_ascii_case(b"spublish"))
 }
 

@@ -54,11 +54,22 @@ impl Executor {
     /// record is full).
     pub(super) fn undo_capture(&mut self, db: usize, cmd: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
         let undo = self.undo.as_mut()?;
-        if !cmd.has(Flag::Write) {
+        // MayReplicate: PFCOUNT may rewrite its keys' cached counts (PUBLISH, also flagged,
+        // names no key: nothing to copy).
+        let copies = cmd.has(Flag::Write) || (cmd.has(Flag::MayReplicate) && !cmd.keys.is_empty());
+        if !copies {
             return None;
         }
         let positions = match super::walks::keys_written(cmd, args) {
-            Some(p) if !cmd.is(Trait::EmptiesDatabases) => p,
+            Some(written) if !cmd.is(Trait::EmptiesDatabases) && !cmd.is(Trait::MovesKey) => {
+                // Every key the command names, not only those its specs say it writes:
+                // XREADGROUP's specs call its stream read-only, yet it moves the group.
+                let mut all: Vec<usize> = crate::spec::keyspec::command_keys(cmd, args).into_iter().map(|(p, _)| p).collect();
+                all.extend(written);
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
             _ => {
                 return Some(Reply::Error(
                     format!("ERR '{}' is not allowed in a script with rollback (its keys are not known before it runs)", cmd.name).into(),
@@ -73,13 +84,15 @@ impl Executor {
             if !undo.seen.insert((db, key.clone())) {
                 continue;
             }
-            let entry = self.ks.db(db).peek(key).cloned();
-            undo.bytes += entry.as_ref().map_or(key.len() + 64, |e| crate::db::entry_mem(key, e));
-            undo.saved.push((db, key.clone(), entry));
-            if undo.bytes > undo.limit {
+            // Measured before it is copied: a copy past the bound is never made.
+            let current = self.ks.db(db).peek(key);
+            let size = current.map_or(key.len() + 64, |e| crate::db::entry_mem(key, e));
+            if undo.bytes + size > undo.limit {
                 undo.overflowed = true;
                 return Some(Reply::error(OVERFLOW));
             }
+            undo.bytes += size;
+            undo.saved.push((db, key.clone(), current.cloned()));
         }
         None
     }

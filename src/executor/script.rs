@@ -166,20 +166,32 @@ impl Executor {
             engine.run(&call.sha, keys, argv, &mut bridge, busy)
         };
         let mut outcome = std::mem::take(&mut bridge.outcome);
-        watch.finish();
+        let killed = watch.finish();
         let mut reply = reply;
         if rollback && end != RunEnd::Shutdown {
+            // Killed after its last line ran: it was told +OK, so it ends as killed.
+            if killed && !reply.is_error() {
+                reply = Reply::error("ERR Script killed by user with SCRIPT KILL...");
+            }
             let failed = reply.is_error() || end == RunEnd::Killed;
             let (undone, overflowed) = self.finish_undo(client, failed);
             if undone {
                 // Nothing of the script is logged: only the deletions of keys that had
                 // expired (they are gone for good).
+                // Its PUBLISHes stay too: the local subscribers have the messages, so the
+                // replicas' get them (logged as effects, never as the whole script).
                 let deletions = std::mem::take(&mut outcome.deletions);
                 let effects = std::mem::take(&mut outcome.effects);
-                outcome.effects = deletions.iter().filter_map(|&i| effects.get(i).cloned()).collect();
-                outcome.deletions = (0..outcome.effects.len()).collect();
+                let kept: Vec<(bool, Effect)> = effects
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, e)| deletions.contains(i) || super::persist::is_publish(&e.argv))
+                    .map(|(i, e)| (deletions.contains(&i), e))
+                    .collect();
+                outcome.deletions = kept.iter().enumerate().filter(|(_, (d, _))| *d).map(|(i, _)| i).collect();
+                outcome.effects = kept.into_iter().map(|(_, e)| e).collect();
                 outcome.wrote = false;
-                outcome.published = false;
+                outcome.random_dirty = true;
                 if overflowed && !reply.is_error() {
                     reply = Reply::error(super::rollback::OVERFLOW);
                 }

@@ -70,9 +70,8 @@ pub(super) fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usiz
     if cmd.is(Trait::EmptiesDatabases) {
         return Some(Vec::new());
     }
-    // SWAPDB and MOVE (no key, or one, of the client's database) always; COPY when its DB
-    // option names a database (maybe another one).
-    if cmd.is(Trait::OtherDatabase) && (cmd.keys.len() < 2 || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
+    // SWAPDB always; COPY when its DB option names a database (maybe another one).
+    if cmd.is(Trait::OtherDatabase) && (cmd.keys.is_empty() || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
         return None;
     }
     crate::spec::keyspec::written_keys(cmd, args)

@@ -112,6 +112,11 @@ pub fn plain_commands(data: &[u8], body_of: impl Fn(&[u8]) -> Option<Bytes>) -> 
                 argv[1] = &body;
                 format::encode_command(&mut out, &argv);
             }
+            // SCRIPT LOAD of a body with a flag redis-server does not know.
+            None if name.eq_ignore_ascii_case(b"script") && r.argv.len() == 3 && r.argv[1].eq_ignore_ascii_case(b"load") => {
+                let body = redis_shebang(&Bytes::copy_from_slice(r.argv[2]));
+                format::encode_command(&mut out, &[r.argv[0], r.argv[1], &body]);
+            }
             None => format::encode_command(&mut out, &r.argv),
         }
     });

@@ -71,13 +71,20 @@ impl ScriptWatch {
         self.state.store(RUNNING, Ordering::Release);
     }
 
-    /// The script ended (executor).
-    pub fn finish(&self) {
-        self.state.store(IDLE, Ordering::Release);
+    /// Whether a script is running (executor or not: the state is the watch's).
+    pub fn running(&self) -> bool {
+        self.state.load(Ordering::Acquire) != IDLE
+    }
+
+    /// The script ended (executor). Whether SCRIPT KILL got in before its end, even after
+    /// it returned: an all-or-nothing script told `+OK` must then be undone.
+    pub fn finish(&self) -> bool {
+        let killed = self.state.swap(IDLE, Ordering::AcqRel) == KILLED;
         self.timed_out.store(false, Ordering::Release);
         if let Ok(mut running) = self.running_function.lock() {
             *running = None;
         }
+        killed
     }
 
     /// Whether the running script is a function (which BUSY text other clients get).

@@ -139,10 +139,14 @@ pub enum Trait {
     /// of it, they ask of its queue (Redis's `mstate.cmd_flags`), and a refusal discards the
     /// transaction.
     RunsQueue,
-    /// Writes a key of another database than the client's (COPY with DB, MOVE, SWAPDB): a
+    /// Writes a key of another database than the client's (COPY with DB, SWAPDB): a
     /// background walk in progress completes before it, and an all-or-nothing script may not
     /// run it.
     OtherDatabase,
+    /// Writes its key in the database an argument names, where no key spec points (MOVE;
+    /// a walk needs nothing more: the moved copy carries the walk's mark): an all-or-nothing
+    /// script may not run it.
+    MovesKey,
 }
 
 /// A key specification (Redis 7's `key_specs`), compiled by the generator into typed data:

@@ -609,7 +609,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         group: Group::Generic, summary: "Move a key to another database", since: "1.0.0",
         complexity: "O(1)", doc_flags: &[],
         deprecated_since: "", replaced_by: "",
-        traits: &[Trait::OtherDatabase],
+        traits: &[Trait::MovesKey],
         subcommands: &[] },
     CommandSpec { id: 67, name: "copy", arity: -3, flags: &[Flag::Write, Flag::DenyOom], first_key: 1, last_key: 2, key_step: 1,
         acl: &["@keyspace", "@write", "@slow"], tips: &[],
