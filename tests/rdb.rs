@@ -297,6 +297,26 @@ fn bgsave_writes_the_dataset_as_of_its_start() {
     assert_eq!(call(&mut c, &["EXISTS", "k:971", "new-during-save"]), ":1\r\n");
 }
 
+/// XREADGROUP's key spec calls its stream read-only, yet it creates a consumer and fills the
+/// group's pending list: a BGSAVE under way must keep the group as it was when it began.
+#[test]
+fn bgsave_keeps_a_consumer_group_as_of_its_start() {
+    let mut ours = Server::start(&["--appendonly", "no", "--save", "", "--rdb-key-save-delay", "100"]);
+    let mut c = ours.raw();
+    // Made first: the walk goes over the keys newest first, so it reaches the stream last.
+    call(&mut c, &["XADD", "s", "1-1", "f", "v"]);
+    call(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+    call(&mut c, &["DEBUG", "POPULATE", "10000", "k", "16"]);
+    assert_eq!(call(&mut c, &["BGSAVE"]), "+Background saving started\r\n");
+    c.cmd(&[b"XREADGROUP", b"GROUP", b"g", b"alice", b"STREAMS", b"s", b">"]);
+    assert!(c.read_reply().starts_with(b"*1"), "the read delivered the entry");
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1", "the walk ended before the read: not a test of it");
+    wait_for("the background save", Duration::from_secs(60), || info_field(&mut c, "rdb_bgsave_in_progress") == "0");
+    ours.restart(&["--appendonly", "no", "--save", ""]);
+    let mut c = ours.raw();
+    assert_eq!(call(&mut c, &["XPENDING", "s", "g"]), "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n", "the file holds the group before the read");
+}
+
 #[test]
 fn kill_9_during_bgsave_leaves_the_previous_file() {
     let mut ours = Server::start(&["--appendonly", "no", "--save", ""]);

@@ -61,15 +61,8 @@ impl Executor {
             return None;
         }
         let positions = match super::walks::keys_written(cmd, args) {
-            Some(written) if !cmd.is(Trait::EmptiesDatabases) && !cmd.is(Trait::MovesKey) => {
-                // Every key the command names, not only those its specs say it writes:
-                // XREADGROUP's specs call its stream read-only, yet it moves the group.
-                let mut all: Vec<usize> = crate::spec::keyspec::command_keys(cmd, args).into_iter().map(|(p, _)| p).collect();
-                all.extend(written);
-                all.sort_unstable();
-                all.dedup();
-                all
-            }
+            // Every key the command names (see `keys_written`).
+            Some(keys) if !cmd.is(Trait::EmptiesDatabases) && !cmd.is(Trait::MovesKey) => keys,
             _ => {
                 return Some(Reply::Error(
                     format!("ERR '{}' is not allowed in a script with rollback (its keys are not known before it runs)", cmd.name).into(),

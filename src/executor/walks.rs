@@ -74,5 +74,11 @@ pub(super) fn keys_written(cmd: &CommandSpec, args: &[Bytes]) -> Option<Vec<usiz
     if cmd.is(Trait::OtherDatabase) && (cmd.keys.is_empty() || args.iter().skip(3).any(|a| crate::util::eq_ignore_case(a, "db"))) {
         return None;
     }
-    crate::spec::keyspec::written_keys(cmd, args)
+    // Every key the command names, not only those its specs mark written: XREADGROUP's spec
+    // calls its stream read-only, yet it moves the group (capturing one too many is harmless).
+    let mut keys = crate::spec::keyspec::written_keys(cmd, args)?;
+    keys.extend(crate::spec::keyspec::command_keys(cmd, args).into_iter().map(|(p, _)| p));
+    keys.sort_unstable();
+    keys.dedup();
+    Some(keys)
 }
