@@ -289,64 +289,64 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     scripting::script_exists, // 268
     scripting::script_flush, // 269
     scripting::script_kill, // 270
-    scripting::script_help, // 271
-    unknown_subcommand, // 272
-    functions::fcall, // 273
-    functions::fcall_ro, // 274
-    functions::function_load, // 275
-    functions::function_delete, // 276
-    functions::function_flush, // 277
-    functions::function_list, // 278
-    functions::function_dump, // 279
-    functions::function_restore, // 280
-    functions::function_stats, // 281
-    functions::function_kill, // 282
-    functions::function_help, // 283
-    unknown_subcommand, // 284
-    replication::replicaof, // 285
-    replication::slaveof, // 286
-    replication::role, // 287
-    replication::psync, // 288
-    replication::sync, // 289
-    replication::replconf, // 290
-    replication::wait, // 291
-    replication::failover, // 292
-    acl::acl_cat, // 293
-    acl::acl_deluser, // 294
-    acl::acl_dryrun, // 295
-    acl::acl_getuser, // 296
-    acl::acl_genpass, // 297
-    acl::acl_list, // 298
-    acl::acl_load, // 299
-    acl::acl_log, // 300
-    acl::acl_save, // 301
-    acl::acl_setuser, // 302
-    acl::acl_users, // 303
-    acl::acl_whoami, // 304
-    acl::acl_help, // 305
-    unknown_subcommand, // 306
-    dump::dump, // 307
-    dump::restore, // 308
+    scripting::script_debug, // 271
+    scripting::script_help, // 272
+    unknown_subcommand, // 273
+    functions::fcall, // 274
+    functions::fcall_ro, // 275
+    functions::function_load, // 276
+    functions::function_delete, // 277
+    functions::function_flush, // 278
+    functions::function_list, // 279
+    functions::function_dump, // 280
+    functions::function_restore, // 281
+    functions::function_stats, // 282
+    functions::function_kill, // 283
+    functions::function_help, // 284
+    unknown_subcommand, // 285
+    replication::replicaof, // 286
+    replication::slaveof, // 287
+    replication::role, // 288
+    replication::psync, // 289
+    replication::sync, // 290
+    replication::replconf, // 291
+    replication::wait, // 292
+    replication::failover, // 293
+    acl::acl_cat, // 294
+    acl::acl_deluser, // 295
+    acl::acl_dryrun, // 296
+    acl::acl_getuser, // 297
+    acl::acl_genpass, // 298
+    acl::acl_list, // 299
+    acl::acl_load, // 300
+    acl::acl_log, // 301
+    acl::acl_save, // 302
+    acl::acl_setuser, // 303
+    acl::acl_users, // 304
+    acl::acl_whoami, // 305
+    acl::acl_help, // 306
+    unknown_subcommand, // 307
+    dump::dump, // 308
     dump::restore, // 309
-    dump::migrate, // 310
-    server::save, // 311
-    server::bgsave, // 312
-    diagnostics::memory_usage, // 313
-    diagnostics::memory_stats, // 314
-    diagnostics::memory_doctor, // 315
-    diagnostics::memory_malloc_stats, // 316
-    diagnostics::memory_purge, // 317
-    diagnostics::memory_help, // 318
-    unknown_subcommand, // 319
-    diagnostics::latency_latest, // 320
-    diagnostics::latency_history, // 321
-    diagnostics::latency_reset, // 322
-    diagnostics::latency_doctor, // 323
-    diagnostics::latency_graph, // 324
-    diagnostics::latency_histogram, // 325
-    diagnostics::latency_help, // 326
-    unknown_subcommand, // 327
-    cluster::disabled, // 328
+    dump::restore, // 310
+    dump::migrate, // 311
+    server::save, // 312
+    server::bgsave, // 313
+    diagnostics::memory_usage, // 314
+    diagnostics::memory_stats, // 315
+    diagnostics::memory_doctor, // 316
+    diagnostics::memory_malloc_stats, // 317
+    diagnostics::memory_purge, // 318
+    diagnostics::memory_help, // 319
+    unknown_subcommand, // 320
+    diagnostics::latency_latest, // 321
+    diagnostics::latency_history, // 322
+    diagnostics::latency_reset, // 323
+    diagnostics::latency_doctor, // 324
+    diagnostics::latency_graph, // 325
+    diagnostics::latency_histogram, // 326
+    diagnostics::latency_help, // 327
+    unknown_subcommand, // 328
     cluster::disabled, // 329
     cluster::disabled, // 330
     cluster::disabled, // 331
@@ -373,14 +373,15 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     cluster::disabled, // 352
     cluster::disabled, // 353
     cluster::disabled, // 354
-    unknown_subcommand, // 355
-    cluster::disabled, // 356
+    cluster::disabled, // 355
+    unknown_subcommand, // 356
     cluster::disabled, // 357
     cluster::disabled, // 358
-    module::module_list, // 359
-    module::module_load, // 360
-    module::module_loadex, // 361
-    module::module_unload, // 362
-    module::module_help, // 363
-    unknown_subcommand, // 364
+    cluster::disabled, // 359
+    module::module_list, // 360
+    module::module_load, // 361
+    module::module_loadex, // 362
+    module::module_unload, // 363
+    module::module_help, // 364
+    unknown_subcommand, // 365
 ];

@@ -120,6 +120,22 @@ pub fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 }
 
 /// ```text
+/// SCRIPT DEBUG YES | SYNC | NO
+/// ```
+/// NO (which tools send to make sure the debugger is off) is Redis's `+OK`; the Lua
+/// debugger itself (YES, SYNC) is not offered yet, and says so.
+pub fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    let mode = &args[2];
+    if crate::util::eq_ignore_case(mode, "no") {
+        Ok(Reply::OK)
+    } else if crate::util::eq_ignore_case(mode, "yes") || crate::util::eq_ignore_case(mode, "sync") {
+        Err(CmdError::other("ERR SCRIPT DEBUG YES and SYNC (the Lua debugger) are not supported by this server yet"))
+    } else {
+        Err(CmdError::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    }
+}
+
+/// ```text
 /// SCRIPT HELP
 /// ```
 pub fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
