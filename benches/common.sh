@@ -31,3 +31,17 @@ row() {
   r=$(best "${rs[@]}"); v=$(best "${vs[@]}")
   python3 -c "r=$r; v=$v; print('%-${ROW_WIDTH:-22}s %12.0f %12.0f %7.2f' % ('$name', r, v, v/r if r else 0))"
 }
+
+# The release binary, built if missing, as an absolute path in VBIN.
+release_binary() {
+  VBIN=${VBIN:-target/release/vermilion-server}
+  [ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
+  VBIN=$(realpath "$VBIN")
+}
+
+# A scratch directory in TMP, and the servers started into PIDS stopped (and TMP removed) at exit.
+scratch() {
+  TMP=$(mktemp -d)
+  PIDS=()
+  trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
+}

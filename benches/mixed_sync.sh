@@ -11,13 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/common.sh
 N=${N:-1000000}
-VBIN=${VBIN:-target/release/vermilion-server}
-[ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
-VBIN=$(realpath "$VBIN")
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
+release_binary
+scratch
 
 # run NAME BIN: a primary of N keys and a fresh redis-server replica; prints one row.
 run() {

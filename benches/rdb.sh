@@ -10,14 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/common.sh
 N=${N:-1000000}
-VBIN=${VBIN:-target/release/vermilion-server}
-[ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
-VBIN=$(realpath "$VBIN")
+release_binary
 RBIN=$(command -v redis-server)
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
+scratch
 
 # start NAME BIN DIR: a server without the log in DIR; sets PORT_NAME, PID_NAME, and
 # READY_MS (spawn to the first PONG, which comes after the load).

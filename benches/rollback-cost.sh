@@ -10,12 +10,8 @@ cd "$(dirname "$0")/.."
 . benches/common.sh
 N=${N:-200000}
 ROUNDS=${ROUNDS:-3}
-VBIN=${VBIN:-target/release/vermilion-server}
-[ -x "$VBIN" ] || cargo build --release --quiet --bin vermilion-server
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
+release_binary
+scratch
 
 PLAIN=$'#!lua\nredis.call(\'INCR\', KEYS[1]) redis.call(\'HSET\', KEYS[2], \'f\', ARGV[1]) return 1'
 FLAGGED=$'#!lua flags=rollback\nredis.call(\'INCR\', KEYS[1]) redis.call(\'HSET\', KEYS[2], \'f\', ARGV[1]) return 1'
@@ -41,7 +37,7 @@ run() {
   python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print('%.0f %.2f' % ($rps, ($c1-$c0)/t*1e6/$N))"
 }
 
-start new "$(realpath "$VBIN")"
+start new "$VBIN"
 SHA_PLAIN=$(redis-cli -p "$PORT_new" script load "$PLAIN")
 SHA_FLAGGED=$(redis-cli -p "$PORT_new" script load "$FLAGGED")
 if [ -n "${BASELINE:-}" ]; then

@@ -359,3 +359,21 @@ fn a_vermilion_primary_pointed_at_its_promoted_redis_server_replica_resyncs_full
     wait_acked(&mut t, 1);
     same_data(&theirs, &[&ours]);
 }
+
+/// The plain stream goes once no redis-server replica has been attached for
+/// `repl-backlog-ttl`: the next one starts a new stream (a new replication id).
+#[test]
+fn the_plain_stream_is_dropped_after_repl_backlog_ttl_without_redis_server_replicas() {
+    let primary = Server::start(&["--repl-backlog-ttl", "1"]);
+    let first = redis_server(&[]);
+    follow(&first, &primary);
+    link_up(&first, &primary);
+    let id = |s: &Server| field(&info(&mut s.client(), "replication"), "master_replid").expect("master_replid");
+    let old = id(&first);
+    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut first.client()).expect("REPLICAOF NO ONE");
+    std::thread::sleep(Duration::from_millis(3000));
+    let second = redis_server(&[]);
+    follow(&second, &primary);
+    link_up(&second, &primary);
+    assert_ne!(id(&second), old, "a new plain stream after the ttl");
+}

@@ -24,6 +24,19 @@ fn pushed(d: &mut DiffPair, conn: usize, what: &str, failures: &mut Vec<String>)
     }
 }
 
+/// Connection `to` subscribes to `__redis__:invalidate` (on each server), and connection
+/// `from` turns tracking on with REDIRECT to it; the same answer on both. The two ids.
+fn redirect(d: &mut DiffPair, to: usize, from: usize, failures: &mut Vec<String>) -> (String, String) {
+    let (r, o) = d.conns(to);
+    let (rid, oid) = (client_id(&r.call(&["CLIENT", "ID"])), client_id(&o.call(&["CLIENT", "ID"])));
+    frames(d, to, "SUBSCRIBE __redis__:invalidate", 1, failures);
+    let (r, o) = d.conns(from);
+    let a = r.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &rid]);
+    let b = o.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &oid]);
+    assert!(same(&a, &b, Cmp::Exact), "{} / {}", show(&a), show(&b));
+    (rid, oid)
+}
+
 fn client_id(g: &Got) -> String {
     let raw = &g.as_ref().expect("CLIENT ID").raw;
     String::from_utf8_lossy(&raw[1..raw.len() - 2]).into_owned()
@@ -137,13 +150,8 @@ fn invalidations_match_redis() {
     frames(&mut d, 5, "PING", 2, &mut f);
 
     // RESP2 with REDIRECT: connection 2 listens on __redis__:invalidate for connection 3.
-    let (r, o) = d.conns(2);
-    let (rid, oid) = (client_id(&r.call(&["CLIENT", "ID"])), client_id(&o.call(&["CLIENT", "ID"])));
-    frames(&mut d, 2, "SUBSCRIBE __redis__:invalidate", 1, &mut f);
+    let (rid, oid) = redirect(&mut d, 2, 3, &mut f);
     let (r, o) = d.conns(3);
-    let a = r.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &rid]);
-    let b = o.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &oid]);
-    assert!(same(&a, &b, Cmp::Exact), "{} / {}", show(&a), show(&b));
     let a = r.call(&["CLIENT", "GETREDIR"]);
     let b = o.call(&["CLIENT", "GETREDIR"]);
     assert_eq!((client_id(&a), client_id(&b)), (rid.clone(), oid.clone()));
@@ -244,13 +252,7 @@ fn script_reads_and_a_redirect_switching_to_resp3_as_in_redis() {
     frames(&mut d, 0, "PING", 3, &mut f);
 
     // Connection 2 subscribes in RESP2, connection 3 redirects to it, then 2 says HELLO 3.
-    let (r, o) = d.conns(2);
-    let (rid, oid) = (client_id(&r.call(&["CLIENT", "ID"])), client_id(&o.call(&["CLIENT", "ID"])));
-    frames(&mut d, 2, "SUBSCRIBE __redis__:invalidate", 1, &mut f);
-    let (r, o) = d.conns(3);
-    let a = r.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &rid]);
-    let b = o.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &oid]);
-    assert!(same(&a, &b, Cmp::Exact), "{} / {}", show(&a), show(&b));
+    let _ = redirect(&mut d, 2, 3, &mut f);
     frames(&mut d, 3, "GET t1", 1, &mut f);
     frames(&mut d, 1, "SET t1 x", 1, &mut f);
     pushed(&mut d, 2, "the RESP2 redirected invalidation", &mut f);

@@ -120,6 +120,20 @@ impl Executor {
         self.rdb_cron();
     }
 
+    /// SIGTERM/SIGINT: a shutdown as `shutdown-on-sigterm`/`-sigint` says, unless its save
+    /// fails (the server then stays up, as Redis's does).
+    pub(super) fn signalled(&mut self, name: &str) {
+        log::warning(&format!("Received {name} scheduling shutdown..."));
+        let flags = if name == "SIGINT" { P::ShutdownOnSigint } else { P::ShutdownOnSigterm };
+        let request = crate::state::ShutdownRequest::from_flags(self.server.config.get(flags));
+        match self.shutdown_save(request) {
+            Ok(()) => self.server.shutdown = Some(request),
+            Err(_) => {
+                log::warning(&format!("{name} received but errors trying to shut down the server, check the logs for more information"))
+            }
+        }
+    }
+
     pub(super) fn shutdown(&mut self) {
         log::warning("User requested shutdown...");
         if self.log.aof.is_some() {

@@ -335,17 +335,7 @@ impl Executor {
             | Request::ReplCommands { .. }
             | Request::ReplLinkDown { .. }
             | Request::ReplAckWanted { .. }) => self.link_message(req),
-            Request::Signal { name } => {
-                log::warning(&format!("Received {name} scheduling shutdown..."));
-                let flags = if name == "SIGINT" { P::ShutdownOnSigint } else { P::ShutdownOnSigterm };
-                let request = crate::state::ShutdownRequest::from_flags(self.server.config.get(flags));
-                match self.shutdown_save(request) {
-                    Ok(()) => self.server.shutdown = Some(request),
-                    Err(_) => log::warning(&format!(
-                        "{name} received but errors trying to shut down the server, check the logs for more information"
-                    )),
-                }
-            }
+            Request::Signal { name } => self.signalled(name),
         }
     }
 

@@ -10,6 +10,7 @@
 
 use bytes::Bytes;
 
+use super::load::Applying;
 use super::Executor;
 use crate::aof::stream::{MemLog, Stream};
 use crate::aof::{self, Aof};
@@ -90,12 +91,18 @@ impl Executor {
         (self.log.aof.is_some() || self.log.mem.is_some()) && !self.loading()
     }
 
-    /// Whether clients' commands produce records now: not while loading, and not on a
-    /// replica, whose log is its primary's stream (copied as received, or, from a
-    /// redis-server, its commands as records: a writable replica's own writes stay out of
-    /// it, as Redis keeps them from its sub-replicas).
+    /// Whether commands produce records of their own now: clients' commands on a primary, and
+    /// the commands of a redis-server primary's stream on its replica (their forms as their
+    /// handlers state them). Not while the log loads, not a Vermilion primary's stream (the
+    /// log copies it as received), and not a replica's clients' writes (as Redis keeps a
+    /// writable replica's own writes from its sub-replicas).
     pub(super) fn recording(&self) -> bool {
-        self.log.stream().is_some_and(|s| !s.verbatim) && !self.loading() && self.server.repl.master.is_none()
+        let own = self.log.stream().is_some_and(|s| !s.verbatim);
+        own && match self.load.applying {
+            Applying::Clients => self.server.repl.master.is_none(),
+            Applying::LiveStream => true,
+            Applying::Load => false,
+        }
     }
 
     /// Queues what a client's command that changed data contributes (not a script's inner
@@ -111,12 +118,6 @@ impl Executor {
                 }
             }
         }
-    }
-
-    /// Queues a command of a redis-server primary's stream, applied on this replica: its
-    /// log holds that stream as records of its own.
-    pub(super) fn log_upstream_command(&mut self, db: usize, argv: Vec<Bytes>) {
-        self.log.pending.push(Pending { db, argv, time_ms: None });
     }
 
     /// SCRIPT LOAD (a body new to this log epoch) and SCRIPT FLUSH are logged, so that an

@@ -40,6 +40,8 @@ pub struct PlainFeed {
     /// a redis-server primary, or this feed's previous one), and the last offset of it.
     pub replid2: String,
     pub second_offset: Option<u64>,
+    /// Since when no redis-server replica is attached (wall-clock ms).
+    pub idle_since_ms: Option<i64>,
 }
 
 impl PlainFeed {
@@ -52,6 +54,7 @@ impl PlainFeed {
             replid: super::new_replid(),
             replid2: super::NO_REPLID.to_string(),
             second_offset: None,
+            idle_since_ms: None,
         }
     }
 

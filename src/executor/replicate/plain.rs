@@ -274,6 +274,24 @@ impl Executor {
         Ok(())
     }
 
+    /// The plain feed costs a conversion of every segment (and scripts logged whole): once
+    /// no redis-server replica has been attached for `repl-backlog-ttl` seconds, it goes, as
+    /// Redis frees its backlog (0 keeps it).
+    pub(super) fn expire_plain_feed(&mut self, now_ms: i64) {
+        let attached = self.server.replica_peers().any(|(_, p)| p.plain);
+        let ttl_ms = self.server.config.get_int(P::ReplBacklogTtl).max(0) * 1000;
+        let Some(feed) = self.server.repl.plain.as_mut() else { return };
+        match feed.idle_since_ms {
+            _ if attached => feed.idle_since_ms = None,
+            None => feed.idle_since_ms = Some(now_ms),
+            Some(since) if ttl_ms > 0 && now_ms - since >= ttl_ms => {
+                log::notice("Dropping the plain replication stream: no redis-server replica for repl-backlog-ttl");
+                self.server.repl.plain = None;
+            }
+            Some(_) => {}
+        }
+    }
+
     /// Whether this replica's log copies its primary's stream (a Vermilion primary) or holds
     /// records of its own (a redis-server primary's plain commands).
     pub(super) fn follow_plain(&mut self, plain: bool) {
@@ -308,27 +326,23 @@ impl Executor {
                 self.commit_pending();
                 continue;
             }
+            // The stream's acknowledgement request (the link answers it once this is written).
             if name.eq_ignore_ascii_case(b"replconf") {
                 if argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"getack")) {
                     self.replica.ack_wanted = true;
                 }
                 continue;
             }
-            if name.eq_ignore_ascii_case(b"ping") {
-                continue;
-            }
+            // Run as any command: what changed data is logged in the form its handler states
+            // (`recording` holds for a redis-server primary's stream); PING and SELECT log
+            // nothing.
             let rec = format::Record { argv: argv.iter().map(|a| &a[..]).collect(), time_ms: None, offset: 0 };
             if let Some(err) = self.replay_record(&mut master, rec) {
                 log::warning(&format!(
                     "== CRITICAL == This replica could not apply '{}' from its master: {err}",
                     String::from_utf8_lossy(name)
                 ));
-                continue;
             }
-            if name.eq_ignore_ascii_case(b"select") {
-                continue;
-            }
-            self.log_upstream_command(master.db, argv);
             if !in_multi {
                 self.commit_pending();
             }

@@ -389,6 +389,7 @@ impl Executor {
                 m.shared.wake.notify_one();
             }
         }
+        self.expire_plain_feed(now);
         if now - self.feed.cron_ms < 1000 || self.server.repl.replicas.is_empty() {
             return;
         }
