@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::config::P;
 pub use crate::conn::{ClientId, ClientOutput, ConnFlags, SharedLimits};
 use crate::protocol::ProtocolVersion;
-pub use client::{BlockKind, BlockRequest, Blocked, Client, ClientTable, QueuedCommand, ReplyMode, Subscriptions, Transaction};
+pub use client::{BlockKind, BlockRequest, Blocked, Client, ClientTable, LuaDebug, QueuedCommand, ReplyMode, Subscriptions, Transaction};
 
 mod client;
 

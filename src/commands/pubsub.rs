@@ -249,6 +249,17 @@ pub fn publish_raw(
     receivers
 }
 
+/// How many receivers a PUBLISH (`shard`: SPUBLISH) would reach now, delivering nothing.
+pub fn receivers(server: &ServerState, channel: &Bytes, shard: bool) -> i64 {
+    let pubsub = &server.pubsub;
+    if shard {
+        return pubsub.shard_channels.get(channel).map_or(0, |ids| ids.len() as i64);
+    }
+    let direct = pubsub.channels.get(channel).map_or(0, |ids| ids.len());
+    let patterns: usize = pubsub.patterns.iter().filter(|(p, _)| glob_match(p, channel, false)).map(|(_, ids)| ids.len()).sum();
+    (direct + patterns) as i64
+}
+
 /// ```text
 /// PUBLISH channel message
 /// ```

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::{CmdError, Ctx};
 use crate::protocol::Reply;
 use crate::scripting::{ScriptEngine, ScriptFlags};
+use crate::state::LuaDebug;
 
 /// A script run asked for by EVAL & co.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,12 +64,29 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
     if by_sha && args[1].len() != 40 {
         return Err(CmdError::other("NOSCRIPT No matching script. Please use EVAL."));
     }
+    if by_sha && ctx.client.lua_debug.is_some() {
+        return Err(CmdError::other("ERR Please use EVAL instead of EVALSHA for debugging"));
+    }
     let numkeys = super::arg_i64(&args[2])?;
     if numkeys < 0 {
         return Err(CmdError::other("ERR Number of keys can't be negative"));
     }
     if numkeys as usize > args.len() - 3 {
         return Err(CmdError::other("ERR Number of keys can't be greater than number of args"));
+    }
+    if !by_sha && ctx.client.lua_debug == Some(LuaDebug::Yes) {
+        // A YES debugging session compiles it in a Lua state of its own (the server's
+        // script cache never sees it, as Redis's forked session's parent does not).
+        let flags = ScriptFlags::parse(&args[1]).map_err(|e| CmdError::Other(format!("ERR {e}").into()))?;
+        let sha = crate::scripting::sha1_hex(&args[1]);
+        ctx.then(super::Next::RunScript(ScriptCall {
+            sha: sha.as_str().into(),
+            flags,
+            numkeys: numkeys as usize,
+            read_only,
+            function: false,
+        }));
+        return Ok(Reply::NoReply);
     }
     let engine = engine(ctx)?;
     let script = if by_sha {
@@ -122,17 +140,23 @@ pub fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 /// ```text
 /// SCRIPT DEBUG YES | SYNC | NO
 /// ```
-/// NO (which tools send to make sure the debugger is off) is Redis's `+OK`; the Lua
-/// debugger itself (YES, SYNC) is not offered yet, and says so.
-pub fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let mode = &args[2];
-    if crate::util::eq_ignore_case(mode, "no") {
-        Ok(Reply::OK)
-    } else if crate::util::eq_ignore_case(mode, "yes") || crate::util::eq_ignore_case(mode, "sync") {
-        Err(CmdError::other("ERR SCRIPT DEBUG YES and SYNC (the Lua debugger) are not supported by this server yet"))
-    } else {
-        Err(CmdError::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+/// Sets the mode the client's next EVAL runs in (see scripting/debugger.rs).
+pub fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    // The session talks to the client directly: replies still owed would interleave.
+    if !ctx.client.out.is_empty() {
+        return Err(CmdError::other("ERR SCRIPT DEBUG must be called outside a pipeline"));
     }
+    let mode = &args[2];
+    ctx.client.lua_debug = if crate::util::eq_ignore_case(mode, "no") {
+        None
+    } else if crate::util::eq_ignore_case(mode, "yes") {
+        Some(LuaDebug::Yes)
+    } else if crate::util::eq_ignore_case(mode, "sync") {
+        Some(LuaDebug::Sync)
+    } else {
+        return Err(CmdError::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    Ok(Reply::OK)
 }
 
 /// ```text

@@ -130,6 +130,42 @@ impl Inbox {
         })
     }
 
+    /// The next request of client `id` only (a SYNC debugging session holds the server for
+    /// it): everyone else's wait in order behind, kept for later.
+    pub fn next_of(&self, id: ClientId, wait: Duration) -> Result<Request, RecvTimeoutError> {
+        let mine = |r: &Request| matches!(r, Request::Commands { id: c, .. } | Request::Disconnect { id: c } if *c == id);
+        {
+            let mut kept = self.kept.borrow_mut();
+            if let Some(at) = kept.iter().position(mine) {
+                if let Some(req) = kept.remove(at) {
+                    return Ok(req);
+                }
+            }
+        }
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut rx = self.rx.borrow_mut();
+            let req = self.waiter.runtime.block_on(async {
+                match tokio::time::timeout(left, rx.recv()).await {
+                    Ok(Some(req)) => Ok(req),
+                    Ok(None) => Err(RecvTimeoutError::Disconnected),
+                    Err(_) => Err(RecvTimeoutError::Timeout),
+                }
+            })?;
+            drop(rx);
+            if mine(&req) {
+                return Ok(req);
+            }
+            self.kept.borrow_mut().push_back(req);
+        }
+    }
+
+    /// Puts a request back first in line.
+    pub fn keep_front(&self, req: Request) {
+        self.kept.borrow_mut().push_front(req);
+    }
+
     /// Whether a request is waiting, after letting the connections read what the sockets hold.
     pub fn poll_ready(&self) -> bool {
         self.drive_network();

@@ -17,6 +17,7 @@ mod blocking;
 mod busy;
 mod checks;
 mod cron;
+mod debug_session;
 mod flow;
 mod inbox;
 mod load;
@@ -82,6 +83,8 @@ pub struct Executor {
     script_keys: Vec<Bytes>,
     /// The undo record of the running all-or-nothing script (rollback.rs).
     undo: Option<rollback::Undo>,
+    /// The Lua debugging session under way (SCRIPT DEBUG), if any.
+    debugging: Option<debug_session::Session>,
     /// A background RDB save and the save points' state (see rdb_save.rs).
     rdb: rdb_save::RdbSide,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
@@ -145,6 +148,7 @@ impl Executor {
             log: persist::LogPipeline::default(),
             script_keys: Vec::new(),
             undo: None,
+            debugging: None,
             rdb: rdb_save::RdbSide::default(),
             exec_depth: 0,
             load: load::Loader::default(),
@@ -603,12 +607,21 @@ impl Executor {
         let mut scripted = false;
         let mut exec = false;
         match next {
+            // SCRIPT DEBUG's session had started when Redis finds these errors.
+            Next::Reply
+                if client.lua_debug.is_some() && reply.is_error() && matches!(cmd.name, "eval" | "eval_ro") && !client.in_exec() =>
+            {
+                self.debug_refused(client)
+            }
             Next::Reply => {}
             Next::RunScript(call) => {
                 end = None;
                 scripted = true;
                 let recording = self.recording();
                 reply = self.run_script(client, args, &call, Instant::now());
+                if client.lua_debug.is_some() && reply.is_error() && !call.function && !client.in_exec() {
+                    self.debug_refused(client);
+                }
                 if recording {
                     if let Some(outcome) = self.last_script_outcome.take() {
                         self.log_script(client, args, &call, &outcome);

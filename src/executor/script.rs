@@ -15,8 +15,9 @@ use super::Executor;
 use crate::commands::scripting::ScriptCall;
 use crate::commands::{self, CommandSpec, Flag, Logged, Next, Resolved, Trait};
 use crate::protocol::{ProtocolVersion, Reply};
+use crate::scripting::debugger;
 use crate::scripting::{Effect, RunEnd, ScriptHost, ScriptOutcome};
-use crate::state::Client;
+use crate::state::{Client, LuaDebug};
 
 /// The `set_repl` targets of a deletion effect: the log and replicas, always.
 const DELETION_REPL: u8 = 3;
@@ -76,8 +77,8 @@ fn script_class(cmd: &CommandSpec) -> ScriptClass {
 
 /// The bridge's per-run state.
 pub(super) struct ScriptBridge<'a> {
-    exec: &'a mut Executor,
-    client: &'a mut Client,
+    pub(super) exec: &'a mut Executor,
+    pub(super) client: &'a mut Client,
     read_only: bool,
     allow_oom: bool,
     oom_at_start: bool,
@@ -87,6 +88,32 @@ pub(super) struct ScriptBridge<'a> {
     /// The watch already agreed to this script's writes (one compare-and-swap per run).
     write_allowed: bool,
     pub outcome: ScriptOutcome,
+    /// A debugging session runs (SCRIPT DEBUG): commands and replies may be shown.
+    debugging: bool,
+    /// A YES debugging session's data (see debug_session.rs).
+    pub(super) private: Option<super::debug_session::PrivateView>,
+    /// The last `redis.call` reached its command (else the script rules refused it).
+    ran: bool,
+}
+
+impl<'a> ScriptBridge<'a> {
+    /// A bridge for `call` run by `client`; `oom`: memory was over maxmemory at its start.
+    pub(super) fn new(exec: &'a mut Executor, client: &'a mut Client, call: &ScriptCall, oom: bool) -> ScriptBridge<'a> {
+        let debugging = client.lua_debug.is_some() && crate::scripting::debugger::active();
+        ScriptBridge {
+            exec,
+            client,
+            read_only: call.read_only || call.flags.no_writes,
+            allow_oom: call.flags.allow_oom,
+            oom_at_start: oom,
+            effects: false,
+            write_allowed: false,
+            outcome: ScriptOutcome::default(),
+            debugging,
+            private: None,
+            ran: false,
+        }
+    }
 }
 
 impl Executor {
@@ -110,6 +137,19 @@ impl Executor {
         if let Some(refusal) = refusal {
             self.server.scripts = Some(engine);
             return refusal;
+        }
+        // SCRIPT DEBUG: YES runs apart (a Lua state and data of its own), SYNC here.
+        let debug_mode = client.lua_debug.filter(|_| !call.function && !self.loading() && !client.in_exec());
+        if debug_mode == Some(LuaDebug::Yes) {
+            self.server.scripts = Some(engine);
+            return self.run_private_script(client, args, call, started);
+        }
+        let debug = debug_mode.is_some();
+        if debug {
+            if let Some(refusal) = self.begin_debug(client, &args[1], LuaDebug::Sync) {
+                self.server.scripts = Some(engine);
+                return refusal;
+            }
         }
         let keys = &args[3..3 + call.numkeys];
         let argv = &args[3 + call.numkeys..];
@@ -147,21 +187,17 @@ impl Executor {
         }
         let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
         let effects = self.recording() || self.keep_script_effects;
-        let mut bridge = ScriptBridge {
-            exec: self,
-            client,
-            read_only: call.read_only || flags.no_writes,
-            allow_oom: flags.allow_oom,
-            oom_at_start: oom,
-            write_allowed: false,
-            effects,
-            // A function is always logged as its effects: a library keeps state between calls
-            // (its upvalues) that calls the log does not hold (FCALL_RO, no-writes
-            // functions, failures) move, so a replay would not start from the same state.
-            outcome: ScriptOutcome { time_ms, random_dirty: call.function, ..ScriptOutcome::default() },
-        };
+        let mut bridge = ScriptBridge::new(self, client, call, oom);
+        bridge.effects = effects;
+        // A function is always logged as its effects: a library keeps state between calls
+        // (its upvalues) that calls the log does not hold (FCALL_RO, no-writes functions,
+        // failures) move, so a replay would not start from the same state. So is a script
+        // debugged in SYNC mode: a replay would not stop where its user stopped it.
+        bridge.outcome = ScriptOutcome { time_ms, random_dirty: call.function || debug, ..ScriptOutcome::default() };
         let (reply, end) = if call.function {
             engine.run_function(call.sha.as_bytes(), keys, argv, &mut bridge, busy)
+        } else if debug {
+            engine.run_debugged(&call.sha, keys, argv, &mut bridge)
         } else {
             engine.run(&call.sha, keys, argv, &mut bridge, busy)
         };
@@ -206,6 +242,9 @@ impl Executor {
         client.caller_proto = None;
         self.server.scripts = Some(engine);
         self.last_script_outcome = Some(outcome);
+        if debug {
+            self.end_debug(client);
+        }
         if end == RunEnd::Shutdown {
             // Nothing of this script (nor of the transaction around it) reaches the log.
             self.last_script_outcome = None;
@@ -261,6 +300,9 @@ impl Executor {
 
 impl ScriptHost for ScriptBridge<'_> {
     fn call(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
+        if self.debugging {
+            return self.debugged_call(argv, cached, resp, repl);
+        }
         let reply = self.dispatch(argv, cached, resp, repl);
         // An error may come from what a replay of the whole script would not meet: the
         // caller's ACL rights, the settings of the moment (proto-max-bulk-len, maxmemory), a
@@ -282,6 +324,14 @@ impl ScriptHost for ScriptBridge<'_> {
         self.exec.release_replies();
     }
 
+    fn debug_io(&mut self, out: Vec<u8>) -> debugger::DebugInput {
+        self.exec.debug_io(self.client, out)
+    }
+
+    fn debug_poll(&mut self) {
+        self.exec.debug_poll();
+    }
+
     /// The answer depends on the caller's user, which a replay does not have.
     fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool> {
         self.outcome.random_dirty = true;
@@ -299,6 +349,19 @@ impl ScriptHost for ScriptBridge<'_> {
 }
 
 impl ScriptBridge<'_> {
+    /// `redis.call` in a debugging session: while stepping, the command and its reply (or
+    /// the script rules' refusal) are shown.
+    fn debugged_call(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
+        debugger::log_command(argv);
+        self.ran = false;
+        let reply = self.dispatch(argv, cached, resp, repl);
+        match &reply {
+            Reply::Error(text) if !self.ran => debugger::log_error(text.strip_prefix("ERR ").unwrap_or(text)),
+            _ => debugger::log_reply(&reply, resp),
+        }
+        reply
+    }
+
     /// `redis.call`/`redis.pcall`: the command resolved, checked against the script rules,
     /// then run.
     fn dispatch(&mut self, argv: &mut Vec<Bytes>, cached: Option<&'static CommandSpec>, resp: ProtocolVersion, repl: u8) -> Reply {
@@ -350,7 +413,7 @@ impl ScriptBridge<'_> {
             return Some(Reply::error("OOM command not allowed when used memory > 'maxmemory'."));
         }
         // A SCRIPT KILL accepted before the first write wins: nothing is written after it.
-        if write && !self.write_allowed && !self.exec.server.script_watch.may_write() {
+        if write && !self.write_allowed && self.private.is_none() && !self.exec.server.script_watch.may_write() {
             return Some(Reply::error("ERR Script killed by user with SCRIPT KILL..."));
         }
         if write {
@@ -377,6 +440,16 @@ impl ScriptBridge<'_> {
             return refused;
         }
         self.client.proto = resp;
+        self.ran = true;
+        if self.private.is_some() {
+            let mut reply = self.run_private(cmd, argv);
+            match class {
+                ScriptClass::Sorted => sort_reply(&mut reply),
+                ScriptClass::SortedPairs => sort_pairs(&mut reply),
+                ScriptClass::Plain | ScriptClass::Random => {}
+            }
+            return reply;
+        }
         let dirty_before = self.exec.server.dirty;
         // Timed for the slow log only: a script's commands are recorded there on their own,
         // as Redis's are (their time also counts as the script's).

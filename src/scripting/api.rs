@@ -94,9 +94,10 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
             Ok(())
         })?,
     )?;
-    // No debugging session exists (SCRIPT DEBUG is not offered): both are no-ops.
-    redis.raw_set("breakpoint", lua.create_function(|_, _: Variadic<Value>| Ok(false))?)?;
-    redis.raw_set("debug", lua.create_function(|_, _: Variadic<Value>| Ok(()))?)?;
+    // Outside a debugging session both do nothing (breakpoint returns false).
+    // SAFETY: both follow the Lua C API contract (see debugger.rs).
+    redis.raw_set("breakpoint", unsafe { lua.create_c_function(super::debugger::redis_breakpoint)? })?;
+    redis.raw_set("debug", unsafe { lua.create_c_function(super::debugger::redis_debug)? })?;
     redis.raw_set(
         "acl_check_cmd",
         table_error_fn(lua, |_, args: Variadic<Value>| {
@@ -303,7 +304,10 @@ fn set_pending(value: Option<Reply>) {
 unsafe fn run_command(l: *mut lua_State) -> bool {
     let mut argv = ARGV.take();
     let (reply, resp3) = match command_argv(l, &mut argv) {
-        Err(e) => (Reply::Error(e.text().into()), false),
+        Err(e) => {
+            super::debugger::log_error(&e.text()[4..]);
+            (Reply::Error(e.text().into()), false)
+        }
         Ok(cached) => match ACTIVE.get() {
             None => (Reply::error("ERR redis.call() is only available while a script runs"), false),
             Some(active) => {

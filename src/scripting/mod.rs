@@ -19,6 +19,7 @@
 
 mod api;
 pub mod convert;
+pub mod debugger;
 pub mod functions;
 mod lib_bit;
 mod lib_cjson;
@@ -63,6 +64,13 @@ pub trait ScriptHost {
     /// The script read something a replay of it would not read the same (an address from
     /// `tostring`, the collector's figures): it must be logged as its effects.
     fn nondeterministic(&mut self) {}
+    /// A debugging session (SCRIPT DEBUG) stopped: sends `out` (the debugger's lines, already
+    /// encoded) to the debugging client, then waits for its next command.
+    fn debug_io(&mut self, _out: Vec<u8>) -> debugger::DebugInput {
+        debugger::DebugInput::Gone
+    }
+    /// A debugged script is running (between stops): the host may serve others meanwhile.
+    fn debug_poll(&mut self) {}
 }
 
 /// The flags of a script's `#!lua flags=...` line.
@@ -366,6 +374,20 @@ impl ScriptEngine {
         run.execute(&self.lua, host, || sandbox::with_run_args(keys, argv, || self.runner.call::<(bool, Value)>(func)))
     }
 
+    /// Runs the cached script `sha` under the debugger (SCRIPT DEBUG): its hook in place of
+    /// the busy one for this run. The session itself is [`debugger::start`]ed by the caller.
+    pub fn run_debugged(&mut self, sha: &str, keys: &[Bytes], argv: &[Bytes], host: &mut dyn ScriptHost) -> (Reply, RunEnd) {
+        if let Err(e) = debugger::install_hook(&self.lua) {
+            return (Reply::Error(format!("ERR {e}").into()), RunEnd::Finished);
+        }
+        let busy = Busy { started: Instant::now(), threshold_ms: 0, pump: None };
+        let result = self.run(sha, keys, argv, host, busy);
+        if let Err(e) = install_hook(&self.lua) {
+            crate::log::warning(&format!("Could not restore the script hook: {e}"));
+        }
+        result
+    }
+
     /// Runs the library function `name` (FCALL) with `keys` and `argv` as its arguments.
     pub fn run_function(&mut self, name: &[u8], keys: &[Bytes], argv: &[Bytes], host: &mut dyn ScriptHost, busy: Busy) -> (Reply, RunEnd) {
         let fns = &self.functions;
@@ -450,7 +472,13 @@ impl Run<'_> {
         } else {
             RunEnd::Finished
         };
+        let raised = debugger::raised();
         let reply = match result {
+            // `abort` and the debugger's other errors, as Redis's luaError builds them.
+            _ if raised.is_some() => {
+                let (msg, line) = raised.unwrap_or_default();
+                Reply::Error(format!("ERR {msg} script: {name}, on {}:{line}.", self.source).into())
+            }
             _ if end == RunEnd::Killed => {
                 let line = lua.app_data_ref::<KilledAt>().map(|k| k.0).unwrap_or(1);
                 Reply::Error(format!("ERR Script killed by user with SCRIPT KILL... script: {name}, on {}:{line}.", self.source).into())

@@ -13,6 +13,14 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{ClientId, ClientOutput, ConnFlags, IdHasher, ProtocolVersion};
 
 /// One connected client, as the executor sees it.
+/// The Lua debugger's mode (SCRIPT DEBUG): YES runs the session on a private view of the
+/// data that is thrown away, SYNC on the data itself with the server held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LuaDebug {
+    Yes,
+    Sync,
+}
+
 pub struct Client {
     pub id: ClientId,
     pub addr: String,
@@ -75,6 +83,8 @@ pub struct Client {
     pub deny_oom_exempt: bool,
     /// While a script runs commands through this client (SORT sorts sets, MONITOR says `lua`).
     pub in_script: bool,
+    /// SCRIPT DEBUG YES|SYNC: the client's next EVAL runs under the Lua debugger.
+    pub lua_debug: Option<LuaDebug>,
     /// The log offset this client's latest records end at: its replies leave once the log
     /// is durable (per appendfsync) that far (0: nothing to wait for).
     pub log_wait: u64,
@@ -282,6 +292,7 @@ impl Client {
             deny_blocking: false,
             deny_oom_exempt: false,
             in_script: false,
+            lua_debug: None,
             log_wait: 0,
             no_evict: false,
             monitor: false,
