@@ -104,6 +104,20 @@ fn transcript(port: u16, mode: &str, session: &Session) -> Vec<u8> {
     }
 }
 
+/// Waits until `replica` has finished its first synchronization.
+fn wait_linked(replica: &Server) {
+    let mut c = replica.client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+        if info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the replica never synced: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace("\r\n", "\n")
 }
@@ -178,6 +192,7 @@ fn an_endless_loop_stops_like_redis() {
 fn yes_sessions_serve_others_and_leave_nothing() {
     let mut primary = Server::start(&[]);
     let replica = Server::start(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    wait_linked(&replica);
     let mut c = primary.client();
     let _: () = redis::cmd("SET").arg("x").arg("orig").query(&mut c).unwrap();
     let mut dbg = primary.raw();
@@ -210,7 +225,10 @@ fn yes_sessions_serve_others_and_leave_nothing() {
     let after: (String, String) = redis::cmd("MGET").arg("x").arg("gone").query(&mut c).unwrap();
     assert_eq!(after, ("orig".to_string(), "here".to_string()), "the session's SET and DEL are gone with it");
     // The replica and the log agree: only the other client's write happened.
-    let _: () = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    // WAIT covers this client's writes: one after the session's covers those too.
+    let _: () = redis::cmd("SET").arg("fence").arg(1).query(&mut c).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
     let mut r = replica.client();
     let on_replica: (String, String) = redis::cmd("MGET").arg("x").arg("gone").query(&mut r).unwrap();
     assert_eq!(on_replica, after);
@@ -226,6 +244,7 @@ fn yes_sessions_serve_others_and_leave_nothing() {
 fn sync_sessions_hold_the_server_and_keep_their_writes() {
     let mut primary = Server::start(&[]);
     let replica = Server::start(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    wait_linked(&replica);
     let mut dbg = primary.raw();
     assert_eq!(dbg.call(&[b"SCRIPT", b"DEBUG", b"SYNC"]), b"+OK\r\n");
     dbg.cmd(&[b"EVAL", b"redis.call('set', 'x', 'debug')\nredis.call('incr', 'n')\nreturn 1", b"0"]);
@@ -242,7 +261,10 @@ fn sync_sessions_hold_the_server_and_keep_their_writes() {
     other.stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert_eq!(other.read_reply(), b"$5\r\ndebug\r\n", "answered after the session, with its write");
     let mut c = primary.client();
-    let _: () = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    // WAIT covers this client's writes: one after the session's covers those too.
+    let _: () = redis::cmd("SET").arg("fence").arg(1).query(&mut c).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
     let mut r = replica.client();
     let on_replica: (String, i64) = redis::cmd("MGET").arg("x").arg("n").query(&mut r).unwrap();
     assert_eq!(on_replica, ("debug".to_string(), 1));

@@ -190,7 +190,9 @@ pub(crate) struct Active {
     pub repl: u8,
 }
 
-// One Lua run at a time on the executor thread: EVAL and FCALL never nest.
+// One Lua run at a time on the executor thread: EVAL and FCALL never nest, except another
+// client's, run from a stop of a YES debugging session (in another Lua state): `activate`
+// and `deactivate` set the outer run aside and back.
 thread_local! {
     static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
     /// The reply `redis.call` is pushing to Lua. It lives here rather than in a Rust frame:
