@@ -176,6 +176,44 @@ fn refusals_match_redis() {
     }
 }
 
+/// What the debugger reads at a stop: one command per read (a second one sent with it is
+/// dropped, as Redis's debugger drops the rest of its buffer), and Redis's limits on
+/// arguments (an empty one is a protocol error, which ends the script).
+#[test]
+fn debugger_input_matches_redis() {
+    let ours = Server::start(&[]);
+    let redis = Server::start_redis(&[]);
+    let run = |port: u16, input: &[u8]| {
+        let mut conn = RawConn::connect(port);
+        let mut out = conn.call(&[b"SCRIPT", b"DEBUG", b"YES"]);
+        conn.cmd(&[b"EVAL", b"local x = 1\nlocal y = 2\nreturn x + y", b"0"]);
+        out.extend_from_slice(&conn.read_reply());
+        conn.send(input);
+        out.extend_from_slice(&conn.read_reply());
+        // What a following command gets shows where the session is.
+        conn.cmd(&[b"s"]);
+        out.extend_from_slice(&conn.read_reply());
+        out
+    };
+    let pipelined = b"*1\r\n$1\r\ns\r\n*1\r\n$1\r\ns\r\n";
+    assert_eq!(show(&run(ours.port, pipelined)), show(&run(redis.port, pipelined)));
+    let empty_arg = b"*2\r\n$1\r\np\r\n$0\r\n\r\n";
+    let ended = |port: u16| {
+        let mut conn = RawConn::connect(port);
+        conn.call(&[b"SCRIPT", b"DEBUG", b"YES"]);
+        conn.cmd(&[b"EVAL", b"local x = 1\nreturn x", b"0"]);
+        let mut out = conn.read_reply();
+        conn.send(empty_arg);
+        out.extend_from_slice(&conn.read_reply());
+        out.extend_from_slice(&conn.read_reply());
+        assert!(conn.is_closed());
+        out
+    };
+    let (mine, theirs) = (ended(ours.port), ended(redis.port));
+    assert_eq!(show(&mine), show(&theirs));
+    assert!(show(&mine).contains("-ERR protocol error script:"), "{}", show(&mine));
+}
+
 /// A script stuck in a loop stops after busy-reply-threshold ("timeout reached").
 #[test]
 fn an_endless_loop_stops_like_redis() {
