@@ -70,6 +70,21 @@ const ABORT: Session = Session {
     commands: &["s", "s", "a"],
 };
 
+const CAUGHT_ABORT: Session = Session {
+    script: "local ok, err = pcall(function()\n  local y = 1\n  return y\nend)\nreturn {ok and 1 or 0, 'after'}\n",
+    keys: &[],
+    args: &[],
+    commands: &["s", "s", "a", "c"],
+};
+
+/// MOVE and SORT ... BY/GET reach keys beyond those they name (set up before the sessions).
+const OTHER_KEYS: Session = Session {
+    script: "local sorted = redis.call('sort', 'l', 'by', 'w_*', 'get', '#', 'get', 'o_*')\nlocal moved = redis.call('move', 'm', 1)\nreturn {sorted, moved}\n",
+    keys: &[],
+    args: &[],
+    commands: &["s", "s", "c"],
+};
+
 const COMPILE_ERROR: Session = Session { script: "local x = 1\nreturn x +\n", keys: &[], args: &[], commands: &["s"] };
 
 const REFUSED_COMMAND: Session =
@@ -127,7 +142,15 @@ fn show(bytes: &[u8]) -> String {
 fn sessions_match_redis_byte_for_byte() {
     let ours = Server::start(&[]);
     let redis = Server::start_redis(&["--enable-debug-command", "yes"]);
-    let sessions = [&BASICS, &FUNCTIONS, &REPLIES, &MAXLEN, &BREAKPOINTS, &ABORT, &COMPILE_ERROR, &REFUSED_COMMAND];
+    let sessions =
+        [&BASICS, &FUNCTIONS, &REPLIES, &MAXLEN, &BREAKPOINTS, &ABORT, &CAUGHT_ABORT, &OTHER_KEYS, &COMPILE_ERROR, &REFUSED_COMMAND];
+    for port in [ours.port, redis.port] {
+        let mut c = RawConn::connect(port);
+        for cmd in ["RPUSH l a b c", "MSET w_a 3 w_b 1 w_c 2 o_a A o_b B o_c C m zero", "SELECT 1", "SET m one"] {
+            let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+            c.call(&args);
+        }
+    }
     for mode in ["yes", "sync"] {
         for (i, session) in sessions.iter().enumerate() {
             let theirs = transcript(redis.port, mode, session);
@@ -158,7 +181,8 @@ fn refusals_match_redis() {
         }
         out
     };
-    let cases: [&[&[&[u8]]]; 4] = [
+    let cases: [&[&[&[u8]]]; 5] = [
+        &[&[b"MULTI"], &[b"SCRIPT", b"DEBUG", b"YES"], &[b"EXEC"], &[b"EVAL", b"return 1", b"0"]],
         &[&[b"SCRIPT", b"DEBUG", b"YES"], &[b"EVALSHA", b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db", b"0"], &[b"PING"]],
         &[&[b"SCRIPT", b"DEBUG", b"SYNC"], &[b"EVAL", b"return 1", b"-1"]],
         &[&[b"SCRIPT", b"DEBUG", b"YES"], &[b"EVAL", b"return 1", b"5"]],
@@ -198,18 +222,22 @@ fn debugger_input_matches_redis() {
     let pipelined = b"*1\r\n$1\r\ns\r\n*1\r\n$1\r\ns\r\n";
     assert_eq!(show(&run(ours.port, pipelined)), show(&run(redis.port, pipelined)));
     let empty_arg = b"*2\r\n$1\r\np\r\n$0\r\n\r\n";
-    let ended = |port: u16| {
+    let ended = |port: u16, input: &[u8]| {
         let mut conn = RawConn::connect(port);
         conn.call(&[b"SCRIPT", b"DEBUG", b"YES"]);
         conn.cmd(&[b"EVAL", b"local x = 1\nreturn x", b"0"]);
         let mut out = conn.read_reply();
-        conn.send(empty_arg);
+        conn.send(input);
         out.extend_from_slice(&conn.read_reply());
         out.extend_from_slice(&conn.read_reply());
         assert!(conn.is_closed());
         out
     };
-    let (mine, theirs) = (ended(ours.port), ended(redis.port));
+    let (mine, theirs) = (ended(ours.port, empty_arg), ended(redis.port, empty_arg));
+    assert_eq!(show(&mine), show(&theirs));
+    // Bad protocol at a stop (the connection stops reading after it): the same end.
+    let bad = b"*1\r\n$x\r\n";
+    let (mine, theirs) = (ended(ours.port, bad), ended(redis.port, bad));
     assert_eq!(show(&mine), show(&theirs));
     assert!(show(&mine).contains("-ERR protocol error script:"), "{}", show(&mine));
 }
@@ -274,6 +302,41 @@ fn yes_sessions_serve_others_and_leave_nothing() {
     let mut c = primary.client();
     let reloaded: (String, String) = redis::cmd("MGET").arg("x").arg("gone").query(&mut c).unwrap();
     assert_eq!(reloaded, after);
+}
+
+/// What a YES session cannot do to the others: an endless `eval` at a stop is stopped at
+/// busy-reply-threshold; FLUSHALL in the view fails nobody's WATCH; SHUTDOWN from another
+/// client ends the session and the server.
+#[test]
+fn yes_sessions_keep_the_server_safe() {
+    let mut server = Server::start(&["--busy-reply-threshold", "200"]);
+    let mut c = server.client();
+    let _: () = redis::cmd("SET").arg("w").arg("1").query(&mut c).unwrap();
+    let mut watcher = server.raw();
+    assert_eq!(watcher.call(&[b"WATCH", b"w"]), b"+OK\r\n");
+    let mut dbg = server.raw();
+    assert_eq!(dbg.call(&[b"SCRIPT", b"DEBUG", b"YES"]), b"+OK\r\n");
+    dbg.cmd(&[b"EVAL", b"redis.call('flushall')\nreturn redis.call('dbsize')", b"0"]);
+    assert!(show(&dbg.read_reply()).contains("Stopped at 1"));
+    let started = Instant::now();
+    let looped = show(&dbg.call(&[b"e", b"while", b"true", b"do", b"end"]));
+    assert!(looped.contains("<error> eval ran past busy-reply-threshold"), "{looped}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(show(&dbg.call(&[b"s"])).contains("<redis> flushall"));
+    assert!(show(&dbg.call(&[b"r", b"dbsize"])).contains("<reply> 0"));
+    // The real data and the watcher's transaction are untouched.
+    let w: String = redis::cmd("GET").arg("w").query(&mut c).unwrap();
+    assert_eq!(w, "1");
+    assert_eq!(watcher.call(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(watcher.call(&[b"INCR", b"w"]), b"+QUEUED\r\n");
+    assert_eq!(watcher.call(&[b"EXEC"]), b"*1\r\n:2\r\n", "the session's FLUSHALL touched no watched key");
+    // SHUTDOWN from elsewhere: the session ends with an error, then the server exits.
+    let mut other = server.raw();
+    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    let end = show(&dbg.read_reply());
+    assert!(end.contains("<endsession>"), "{end}");
+    assert!(show(&dbg.read_reply()).contains("the server is shutting down"));
+    assert!(server.wait_exit(Duration::from_secs(10)), "the server exits");
 }
 
 /// SYNC: the server waits for the debugging client (another client's command is answered

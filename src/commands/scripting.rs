@@ -143,7 +143,7 @@ pub fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 /// Sets the mode the client's next EVAL runs in (see scripting/debugger.rs).
 pub fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     // The session talks to the client directly: replies still owed would interleave.
-    if !ctx.client.out.is_empty() {
+    if !ctx.client.out.is_empty() || ctx.client.in_exec() {
         return Err(CmdError::other("ERR SCRIPT DEBUG must be called outside a pipeline"));
     }
     let mode = &args[2];

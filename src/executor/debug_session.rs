@@ -18,7 +18,7 @@
 //! Either way the session's lines go to the client's socket as they come, the EVAL's reply
 //! follows `<endsession>`, and the connection is closed, as Redis ends a session.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -55,7 +55,13 @@ pub(super) struct Session {
     /// The debugging client's Disconnect, handed back to the inbox when the session ends
     /// (the client is out of the table until then).
     gone: Option<Request>,
+    /// The debugging client's commands that arrived while its script ran, for its next stop.
+    pending: VecDeque<Request>,
 }
+
+/// How much of a database a YES session's view copies whole (for KEYS, SCAN, DBSIZE...):
+/// the copy is made on the executor thread, and a fork would share the pages instead.
+const WHOLE_DB_MAX_BYTES: usize = 128 << 20;
 
 /// The error another debugging client gets while a YES session runs (sessions share the
 /// executor thread; Redis forks one child per session).
@@ -67,7 +73,19 @@ impl Executor {
         if self.debugging.is_some() {
             return Some(Reply::error(ONE_AT_A_TIME));
         }
-        // What the client is owed leaves first: the session writes to it as it goes.
+        // What the client is owed leaves first (the session writes to it as it goes), once
+        // the log holds what it answers, as for any reply.
+        if self.logging() {
+            self.flush_log();
+            if self.must_wait_for_log(client) {
+                if let Some(aof) = self.log.aof.as_ref() {
+                    let _ = aof.log.sync();
+                }
+            }
+            if self.must_wait_for_log(client) {
+                return Some(Reply::error("ERR the log could not be made durable before the debugging session"));
+            }
+        }
         let limit = self.output_limit(client);
         Self::send_output(client, limit);
         crate::log::warning(if mode == LuaDebug::Sync {
@@ -75,7 +93,10 @@ impl Executor {
         } else {
             "Lua debugging session started (private view)"
         });
-        self.debugging = Some(Session { mode, id: client.id, gone: None });
+        self.debugging = Some(Session { mode, id: client.id, gone: None, pending: VecDeque::new() });
+        if let Some(inbox) = &self.inbox {
+            inbox.hold(Some(client.id));
+        }
         debugger::start(body, self.server.settings.busy_threshold_ms);
         None
     }
@@ -88,8 +109,15 @@ impl Executor {
         client.close_after_reply = true;
         client.lua_debug = None;
         let session = self.debugging.take();
-        if let (Some(req), Some(inbox)) = (session.and_then(|s| s.gone), self.inbox.as_ref()) {
-            inbox.keep_front(req);
+        if let Some(inbox) = self.inbox.as_ref() {
+            inbox.hold(None);
+            // Its later requests (the connection closes after the reply) and its
+            // disconnection go back to the inbox, for when the client is in the table again.
+            if let Some(session) = session {
+                for req in session.gone.into_iter().chain(session.pending.into_iter().rev()) {
+                    inbox.keep_front(req);
+                }
+            }
         }
         crate::log::warning("Lua debugging session ended");
     }
@@ -144,28 +172,33 @@ impl Executor {
         Self::send_output(client, limit);
         let Some(inbox) = self.inbox.clone() else { return DebugInput::Gone };
         let Some(mode) = self.debugging.as_ref().map(|s| s.mode) else { return DebugInput::Gone };
-        if self.debugging.as_ref().is_some_and(|s| s.gone.is_some()) {
-            return DebugInput::Gone;
-        }
         let id = client.id;
         let mut next_cron = Instant::now();
         loop {
+            if self.server.shutdown.is_some() {
+                return DebugInput::Abort(debugger::SHUTTING_DOWN);
+            }
+            let Some(session) = self.debugging.as_mut() else { return DebugInput::Gone };
+            if session.gone.is_some() {
+                return DebugInput::Gone;
+            }
             let wait = Duration::from_millis(1000 / self.server.settings.hz.max(1));
-            let req = match mode {
-                LuaDebug::Sync => inbox.next_of(id, wait),
-                LuaDebug::Yes => inbox.next(wait),
+            let req = match (session.pending.pop_front(), mode) {
+                (Some(req), _) => Ok(req),
+                (None, LuaDebug::Sync) => inbox.next_of(id, wait),
+                (None, LuaDebug::Yes) => inbox.next(wait),
             };
             match req {
-                Ok(Request::Commands { id: from, cmds, .. }) if from == id => {
-                    // One batch is one read of Redis's debugger: its first command counts,
-                    // the rest of the buffer is dropped.
+                Ok(Request::Commands { id: from, cmds, protocol_error }) if from == id => {
                     let before = client.flags.inflight.fetch_sub(1, Ordering::AcqRel);
                     if before >= MAX_INFLIGHT {
                         client.flags.resume.notify_one();
                     }
-                    if let Some(first) = cmds.into_iter().next() {
-                        return DebugInput::Command(first);
-                    }
+                    // One batch is one read of Redis's debugger: its first command counts,
+                    // the rest of the buffer is dropped. Bad protocol (the connection stops
+                    // reading after it) is the debugger's protocol error (an empty command).
+                    let first = if protocol_error.is_some() { None } else { cmds.into_iter().next() };
+                    return DebugInput::Command(first.unwrap_or_default());
                 }
                 Ok(req @ Request::Disconnect { id: from }) if from == id => {
                     if let Some(session) = self.debugging.as_mut() {
@@ -173,12 +206,7 @@ impl Executor {
                     }
                     return DebugInput::Gone;
                 }
-                Ok(req) => {
-                    self.serve_beside_session(req, &inbox);
-                    if self.server.shutdown.is_some() {
-                        return DebugInput::Gone;
-                    }
-                }
+                Ok(req) => self.serve_beside_session(req, &inbox),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return DebugInput::Gone,
             }
@@ -189,21 +217,28 @@ impl Executor {
         }
     }
 
-    /// While a YES session's script runs: the other clients' waiting requests are served.
-    pub(super) fn debug_poll(&mut self) {
+    /// While a YES session's script runs: the other clients' waiting requests are served
+    /// (the debugging client's wait for its next stop). True when the script must end now.
+    pub(super) fn debug_poll(&mut self) -> bool {
         if self.debugging.as_ref().is_none_or(|s| s.mode != LuaDebug::Yes) {
-            return;
+            return false;
         }
-        let Some(inbox) = self.inbox.clone() else { return };
+        let Some(inbox) = self.inbox.clone() else { return false };
         inbox.drive_network();
-        while let Some(req) = inbox.try_next() {
-            // The debugging client's requests wait for its session's next stop.
-            if self.is_session_client(&req) {
-                inbox.keep_front(req);
-                break;
+        while self.server.shutdown.is_none() {
+            let Some(req) = inbox.try_next() else { break };
+            if !self.is_session_client(&req) {
+                self.serve_beside_session(req, &inbox);
+                continue;
             }
-            self.serve_beside_session(req, &inbox);
+            if let Some(session) = self.debugging.as_mut() {
+                match req {
+                    Request::Disconnect { .. } => session.gone = Some(req),
+                    req => session.pending.push_back(req),
+                }
+            }
         }
+        self.server.shutdown.is_some()
     }
 
     /// Whether `req` comes from the client whose session runs (it is out of the table).
@@ -224,6 +259,7 @@ impl Executor {
         debugger::suspended(|| {
             self.handle(req);
             self.release_batch(inbox);
+            self.between_batches();
         });
         (self.exec_depth, self.clock_mark, self.now_ms) = (depth, mark, now);
     }
@@ -235,9 +271,7 @@ impl Executor {
         self.exec_depth = 0;
         debugger::suspended(|| {
             self.release_later();
-            if !self.waiters.timeouts.is_empty() {
-                self.expire_blocked();
-            }
+            self.between_batches();
             let hz = self.server.settings.hz;
             self.cron(hz);
             let _ = self.step_background();
@@ -252,23 +286,34 @@ impl PrivateView {
         PrivateView { ks: Keyspace::new(databases), copied: HashSet::new(), whole: vec![false; databases.max(1)], now_ms }
     }
 
-    /// Copies into the view what `cmd` may read or change that it does not hold yet.
-    fn prepare(&mut self, real: &Keyspace, db: usize, cmd: &CommandSpec, args: &[Bytes]) {
+    /// Copies into the view what `cmd` may read or change that it does not hold yet; an
+    /// error when that would copy a database past [`WHOLE_DB_MAX_BYTES`].
+    fn prepare(&mut self, real: &Keyspace, db: usize, cmd: &CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
         let named = crate::spec::keyspec::command_keys(cmd, args);
         // Commands over keys they do not name: the whole database (FLUSHALL, SWAPDB and
-        // COPY ... DB: every database).
+        // COPY ... DB: every database; SORT's BY and GET patterns: the database).
         let every_db = cmd.is(Trait::EmptiesDatabases) && cmd.name == "flushall" || cmd.is(Trait::OtherDatabase);
         let keyless = named.is_empty() && cmd.acl.contains(&"keyspace");
+        let patterns = matches!(cmd.name, "sort" | "sort_ro")
+            && args.iter().skip(2).any(|a| crate::util::eq_ignore_case(a, "by") || crate::util::eq_ignore_case(a, "get"));
         if every_db {
             for d in 0..real.dbs.len() {
-                self.copy_db(real, d);
+                self.copy_db(real, d, cmd)?;
             }
-        } else if keyless || cmd.is(Trait::EmptiesDatabases) || cmd.is(Trait::ArbitraryKeys) {
-            self.copy_db(real, db);
+        } else if keyless || patterns || cmd.is(Trait::EmptiesDatabases) || cmd.is(Trait::ArbitraryKeys) {
+            self.copy_db(real, db, cmd)?;
         }
-        for (p, _) in named {
+        for &(p, _) in &named {
             self.copy_key(real, db, &args[p]);
         }
+        // MOVE: the key in the target database too.
+        if cmd.is(Trait::MovesKey) {
+            let target = args.get(2).and_then(|a| crate::util::parse_i64(a)).and_then(|d| usize::try_from(d).ok());
+            if let (Some(target), Some(&(p, _))) = (target, named.first()) {
+                self.copy_key(real, target, &args[p]);
+            }
+        }
+        Ok(())
     }
 
     fn copy_key(&mut self, real: &Keyspace, db: usize, key: &Bytes) {
@@ -280,9 +325,21 @@ impl PrivateView {
         }
     }
 
-    fn copy_db(&mut self, real: &Keyspace, db: usize) {
+    fn copy_db(&mut self, real: &Keyspace, db: usize, cmd: &CommandSpec) -> Result<(), Reply> {
         if db >= real.dbs.len() || self.whole[db] {
-            return;
+            return Ok(());
+        }
+        let bytes = real.db(db).mem_usage();
+        if bytes > WHOLE_DB_MAX_BYTES {
+            return Err(Reply::Error(
+                format!(
+                    "ERR '{}' would copy database {db} ({} MB) into the debugging session's private view, past its {} MB bound",
+                    cmd.name,
+                    bytes >> 20,
+                    WHOLE_DB_MAX_BYTES >> 20
+                )
+                .into(),
+            ));
         }
         for (key, entry) in real.db(db).iter() {
             let key = Bytes::copy_from_slice(key);
@@ -291,6 +348,7 @@ impl PrivateView {
             }
         }
         self.whole[db] = true;
+        Ok(())
     }
 }
 
@@ -302,12 +360,16 @@ impl ScriptBridge<'_> {
     pub(super) fn run_private(&mut self, cmd: &'static CommandSpec, argv: &[Bytes]) -> Reply {
         let Some(view) = self.private.as_mut() else { return Reply::error("ERR no private view") };
         let db = self.client.db;
-        view.prepare(&self.exec.ks, db, cmd, argv);
+        if let Err(refusal) = view.prepare(&self.exec.ks, db, cmd, argv) {
+            return refusal;
+        }
         if matches!(cmd.name, "publish" | "spublish") {
             return Reply::Int(commands::pubsub::receivers(&self.exec.server, &argv[1], cmd.name == "spublish"));
         }
         std::mem::swap(&mut self.exec.ks, &mut view.ks);
         let dirty = self.exec.server.dirty;
+        // FLUSHDB, FLUSHALL and SWAPDB touch the watched keys themselves: not the real ones.
+        let watchers = std::mem::take(&mut self.exec.server.watchers);
         let mut scratch = Effects::default();
         let mut ctx = commands::Ctx::new(&mut self.exec.ks, self.client, &mut self.exec.server, view.now_ms, &mut scratch);
         let mut reply = commands::call(cmd, &mut ctx, argv);
@@ -320,6 +382,7 @@ impl ScriptBridge<'_> {
         view.ks.deletions.clear();
         view.ks.key_misses.clear();
         self.exec.server.dirty = dirty;
+        self.exec.server.watchers = watchers;
         reply
     }
 }

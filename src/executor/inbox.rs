@@ -72,6 +72,9 @@ pub struct Inbox {
     /// How to answer each connected client without the executor's client table.
     outputs: RefCell<HashMap<ClientId, Output>>,
     watch: Arc<ScriptWatch>,
+    /// The client of a debugging session: its commands are the session's, never answered
+    /// by the busy pump.
+    held: std::cell::Cell<Option<ClientId>>,
 }
 
 impl Inbox {
@@ -83,6 +86,7 @@ impl Inbox {
             kept: RefCell::new(VecDeque::new()),
             outputs: RefCell::new(HashMap::new()),
             watch,
+            held: std::cell::Cell::new(None),
         }
     }
 
@@ -161,6 +165,11 @@ impl Inbox {
         }
     }
 
+    /// Marks `id` as the client of a debugging session (or none).
+    pub fn hold(&self, id: Option<ClientId>) {
+        self.held.set(id);
+    }
+
     /// Puts a request back first in line.
     pub fn keep_front(&self, req: Request) {
         self.kept.borrow_mut().push_front(req);
@@ -219,7 +228,8 @@ impl Inbox {
                 self.kept.borrow_mut().push_back(req);
                 continue;
             };
-            let waiting = self.kept.borrow().iter().any(|r| matches!(r, Request::Commands { id: other, .. } if *other == id));
+            let waiting = self.held.get() == Some(id)
+                || self.kept.borrow().iter().any(|r| matches!(r, Request::Commands { id: other, .. } if *other == id));
             let outputs = self.outputs.borrow();
             let answer = match outputs.get(&id) {
                 // A replica's connection carries the stream: it is never answered from here.

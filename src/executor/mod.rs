@@ -235,21 +235,7 @@ impl Executor {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            if self.feed.flush_due.is_some_and(|due| Instant::now() >= due) {
-                self.flush_replica_output();
-            }
-            if !self.waiters.timeouts.is_empty() {
-                self.expire_blocked();
-                self.release_replies();
-            }
-            if !self.postponed.is_empty() {
-                self.resume_postponed();
-                self.release_replies();
-            }
-            if !self.throttled.is_empty() {
-                self.resume_throttled();
-                self.release_replies();
-            }
+            self.between_batches();
             if self.server.shutdown.is_some() {
                 self.shutdown();
                 // The connections write what they hold (the Close messages just sent).
@@ -261,6 +247,27 @@ impl Executor {
                 self.cron(hz);
                 next_cron = Instant::now() + Duration::from_micros(1_000_000 / hz);
             }
+        }
+    }
+
+    /// What follows every turn of the loop (and every request a YES debugging session serves
+    /// from its stops): the replicas' buffered stream, blocked clients' timeouts, and the
+    /// clients held by a pause or by their unread output.
+    fn between_batches(&mut self) {
+        if self.feed.flush_due.is_some_and(|due| Instant::now() >= due) {
+            self.flush_replica_output();
+        }
+        if !self.waiters.timeouts.is_empty() {
+            self.expire_blocked();
+            self.release_replies();
+        }
+        if !self.postponed.is_empty() {
+            self.resume_postponed();
+            self.release_replies();
+        }
+        if !self.throttled.is_empty() {
+            self.resume_throttled();
+            self.release_replies();
         }
     }
 
@@ -606,6 +613,8 @@ impl Executor {
         let mut end = call_end;
         let mut scripted = false;
         let mut exec = false;
+        // A YES debugging session's time is its user's: Redis's parent only forks for it.
+        let mut untimed = false;
         match next {
             // SCRIPT DEBUG's session had started when Redis finds these errors.
             Next::Reply
@@ -618,6 +627,7 @@ impl Executor {
                 end = None;
                 scripted = true;
                 let recording = self.recording();
+                untimed = client.lua_debug == Some(crate::state::LuaDebug::Yes);
                 reply = self.run_script(client, args, &call, Instant::now());
                 if client.lua_debug.is_some() && reply.is_error() && !call.function && !client.in_exec() {
                     self.debug_refused(client);
@@ -666,7 +676,7 @@ impl Executor {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
         }
-        if scripted {
+        if scripted && !untimed {
             // INFO commandstats counts an EVAL's script in its time, and a script that
             // failed (an error raised or returned) as a failed call, as Redis does.
             let stat = self.server.stats.command(cmd.id);
@@ -678,11 +688,11 @@ impl Executor {
                 self.server.stats.record_latency(cmd.id, elapsed);
             }
         }
-        if !cmd.has(Flag::SkipSlowlog) {
+        if !cmd.has(Flag::SkipSlowlog) && !untimed {
             self.slowlog_record(client, args, &redacted, elapsed);
         }
         let threshold_ms = self.server.settings.latency_threshold_ms;
-        if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading() {
+        if threshold_ms > 0 && elapsed / 1000 >= threshold_ms && !self.loading() && !untimed {
             let event = if cmd.has(Flag::Fast) { "fast-command" } else { "command" };
             self.server.latency.add(event, crate::clock::now_ms() / 1000, elapsed / 1000);
         }

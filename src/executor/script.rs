@@ -328,8 +328,8 @@ impl ScriptHost for ScriptBridge<'_> {
         self.exec.debug_io(self.client, out)
     }
 
-    fn debug_poll(&mut self) {
-        self.exec.debug_poll();
+    fn debug_poll(&mut self) -> bool {
+        self.exec.debug_poll()
     }
 
     /// The answer depends on the caller's user, which a replay does not have.
@@ -356,7 +356,11 @@ impl ScriptBridge<'_> {
         self.ran = false;
         let reply = self.dispatch(argv, cached, resp, repl);
         match &reply {
-            Reply::Error(text) if !self.ran => debugger::log_error(text.strip_prefix("ERR ").unwrap_or(text)),
+            // Redis's texts: a generic error without its code, another with its dash.
+            Reply::Error(text) if !self.ran => match text.strip_prefix("ERR ") {
+                Some(plain) => debugger::log_error(plain),
+                None => debugger::log_error(&format!("-{text}")),
+            },
             _ => debugger::log_reply(&reply, resp),
         }
         reply

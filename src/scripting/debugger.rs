@@ -30,9 +30,14 @@ const MAX_VALUES_DEPTH: usize = 10;
 /// What the client sent at a stop.
 pub enum DebugInput {
     Command(Vec<Bytes>),
-    /// The client is gone (or the server is stopping): the script runs on without stops.
+    /// The client is gone: the script runs on without stops.
     Gone,
+    /// The script must end now (the server is shutting down): the error it ends with.
+    Abort(&'static str),
 }
+
+/// Why a YES session's script is stopped when the server shuts down meanwhile.
+pub const SHUTTING_DOWN: &str = "script aborted: the server is shutting down";
 
 struct Ldb {
     src: Vec<Vec<u8>>,
@@ -245,7 +250,7 @@ impl Ldb {
                     self.log("Wrong line number.");
                 }
             } else {
-                let line = (-line).min(i32::MAX as i64) as i32;
+                let line = line.unsigned_abs().min(i32::MAX as u64) as i32;
                 match self.bp.iter().position(|&b| b == line) {
                     Some(i) => {
                         self.bp.remove(i);
@@ -317,6 +322,8 @@ fn line_hook(lua: &Lua, line: i32, in_script: bool, count_event: bool) -> mlua::
         if !in_script {
             return None;
         }
+        // The script goes on: an error the debugger raised was caught (pcall).
+        l.raised = None;
         let mut timeout = false;
         if count_event && !l.step && !bp {
             if l.since.elapsed().as_millis() as u64 >= l.time_limit_ms {
@@ -348,9 +355,9 @@ fn line_hook(lua: &Lua, line: i32, in_script: bool, count_event: bool) -> mlua::
     })
     .flatten();
     let Some((logs, timeout)) = stop else {
-        if count_event {
-            // Between stops the others are served (YES mode; see executor/debug_session.rs).
-            super::api::with_host(|h| h.debug_poll());
+        // Between stops the others are served (YES mode; see executor/debug_session.rs).
+        if count_event && super::api::with_host(|h| h.debug_poll()).unwrap_or(false) {
+            return Err(raise(line, SHUTTING_DOWN));
         }
         return Ok(VmState::Continue);
     };
@@ -383,6 +390,7 @@ fn repl(lua: &Lua, logs: Vec<u8>) -> mlua::Result<bool> {
                 });
                 return Ok(true);
             }
+            DebugInput::Abort(msg) => return Err(raise(with(|l| l.current).unwrap_or(0), msg)),
             DebugInput::Command(argv) => argv,
         };
         let line = with(|l| l.current).unwrap_or(0);
@@ -485,8 +493,13 @@ fn log(line: impl Into<Vec<u8>>) {
 
 fn log_value(state: *mut lua_State, prefix: &[u8]) {
     let mut s = prefix.to_vec();
-    // SAFETY: the value is on top of the stack.
-    unsafe { cat_value(state, -1, 0, &mut s) };
+    // SAFETY: the value is on top of the stack; a dump pushes two slots per nesting level.
+    unsafe {
+        if ffi::lua_checkstack(state, 2 * MAX_VALUES_DEPTH as c_int + 4) == 0 {
+            return;
+        }
+        cat_value(state, -1, 0, &mut s);
+    }
     with(|l| l.log_max_len(s));
 }
 
@@ -520,6 +533,12 @@ fn print_var(state: *mut lua_State, name: &[u8]) {
         let mut level = 0;
         while ffi::lua_getstack(state, level, &mut ar) != 0 {
             level += 1;
+            // The script's frames only (Redis calls the script from C; here a Lua runner
+            // calls it, whose locals are not the script's).
+            ffi::lua_getinfo(state, c"S".as_ptr(), &mut ar);
+            if !is_script_frame(&ar) {
+                continue;
+            }
             let found = for_each_local(state, &ar, |local| {
                 let hit = local == name;
                 if hit {
@@ -566,6 +585,13 @@ fn print_all(state: *mut lua_State) {
     }
 }
 
+/// Whether the frame `ar` (after `lua_getinfo` "S") runs the script's code.
+fn is_script_frame(ar: &ffi::lua_Debug) -> bool {
+    // SAFETY: lua_getinfo filled short_src with a NUL-terminated string.
+    let short_src = unsafe { CStr::from_ptr(ar.short_src.as_ptr()) }.to_bytes();
+    short_src.windows(11).any(|w| w == b"user_script")
+}
+
 /// `trace`: the script's frames, innermost first.
 fn trace(state: *mut lua_State) {
     // SAFETY: standard debug API use.
@@ -574,8 +600,7 @@ fn trace(state: *mut lua_State) {
         let mut level = SCRIPT_LEVEL;
         while ffi::lua_getstack(state, level, &mut ar) != 0 {
             ffi::lua_getinfo(state, c"Snl".as_ptr(), &mut ar);
-            let short_src = CStr::from_ptr(ar.short_src.as_ptr()).to_bytes();
-            if short_src.windows(11).any(|w| w == b"user_script") {
+            if is_script_frame(&ar) {
                 let name = if ar.name.is_null() { "top level".to_string() } else { CStr::from_ptr(ar.name).to_string_lossy().into_owned() };
                 let place = if level == SCRIPT_LEVEL { "In" } else { "From" };
                 log(format!("{place} {name}:"));
@@ -591,26 +616,50 @@ fn trace(state: *mut lua_State) {
 }
 
 /// `eval <code>`: the code as an expression (`return ...`), else as a statement, in a frame
-/// of its own.
+/// of its own. It runs in a Lua thread of its own with a count hook: hooks are off inside
+/// the debugger's hook, and an endless `eval` would hold the executor (Redis's would hold
+/// only its forked child, or the server in SYNC mode).
 fn eval(state: *mut lua_State, argv: &[Bytes]) {
     let code = argv[1..].join(&b' ');
     let expr = [b"return ".as_slice(), &code].concat();
-    // SAFETY: standard API use; the stack is balanced on every path.
+    let limit = with(|l| l.time_limit_ms).unwrap_or(5000);
+    // SAFETY: standard API use; each stack is balanced on every path.
     unsafe {
+        let thread = ffi::lua_newthread(state);
+        ffi::lua_sethook(thread, Some(eval_hook), ffi::LUA_MASKCOUNT, 10_000);
         let name = c"@ldb_eval".as_ptr();
-        if ffi::luaL_loadbuffer(state, expr.as_ptr() as *const _, expr.len(), name) != 0 {
-            ffi::lua_pop(state, 1);
-            if ffi::luaL_loadbuffer(state, code.as_ptr() as *const _, code.len(), name) != 0 {
-                log_error_on_top(state);
-                return;
+        let loaded = ffi::luaL_loadbuffer(thread, expr.as_ptr() as *const _, expr.len(), name) == 0 || {
+            ffi::lua_pop(thread, 1);
+            ffi::luaL_loadbuffer(thread, code.as_ptr() as *const _, code.len(), name) == 0
+        };
+        if loaded {
+            EVAL_DEADLINE.set(Some(Instant::now() + std::time::Duration::from_millis(limit)));
+            let status = ffi::lua_pcall(thread, 0, 1, 0);
+            EVAL_DEADLINE.set(None);
+            if status == 0 {
+                log_value(thread, b"<retval> ");
+                ffi::lua_pop(thread, 1);
+            } else {
+                log_error_on_top(thread);
             }
+        } else {
+            log_error_on_top(thread);
         }
-        if ffi::lua_pcall(state, 0, 1, 0) != 0 {
-            log_error_on_top(state);
-            return;
-        }
-        log_value(state, b"<retval> ");
         ffi::lua_pop(state, 1);
+    }
+}
+
+thread_local! {
+    /// When the running `eval` must stop.
+    static EVAL_DEADLINE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// The count hook of `eval`'s thread: past the deadline it raises (nothing is owned here
+/// for the error's jump to skip).
+unsafe extern "C-unwind" fn eval_hook(state: *mut lua_State, _ar: *mut ffi::lua_Debug) {
+    if EVAL_DEADLINE.get().is_some_and(|d| Instant::now() >= d) {
+        ffi::lua_pushstring(state, c"eval ran past busy-reply-threshold and was stopped".as_ptr());
+        ffi::lua_error(state);
     }
 }
 

@@ -70,7 +70,10 @@ pub trait ScriptHost {
         debugger::DebugInput::Gone
     }
     /// A debugged script is running (between stops): the host may serve others meanwhile.
-    fn debug_poll(&mut self) {}
+    /// True when the script must end now (the server is shutting down).
+    fn debug_poll(&mut self) -> bool {
+        false
+    }
 }
 
 /// The flags of a script's `#!lua flags=...` line.
