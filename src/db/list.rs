@@ -7,10 +7,11 @@
 //! by index walks the chunks (O(n / chunk)), as Redis's does. Redis 7.0 reports every list as
 //! `quicklist` (the `listpack` list encoding only arrived in 7.2), whatever its size.
 
-use std::collections::VecDeque;
 use std::fmt;
 
 use bytes::Bytes;
+
+use super::list_chunks::Chunks;
 
 /// Element bytes a chunk takes before the next push starts a new one.
 const CHUNK_BYTES: usize = 8192;
@@ -123,7 +124,7 @@ enum Edit<'a> {
 /// memory accounting is O(1).
 #[derive(Clone, Default)]
 pub struct ListValue {
-    chunks: VecDeque<Chunk>,
+    chunks: Chunks<Chunk>,
     len: usize,
     bytes: usize,
 }
@@ -220,11 +221,6 @@ impl ListValue {
                 }
                 let mut c = Chunk { reversed: front, ..Chunk::default() };
                 c.push_phys(item);
-                // Most lists are one chunk: a deque of room for one, not the default four
-                // (256 bytes a 5-element list would carry empty).
-                if self.chunks.capacity() == 0 {
-                    self.chunks.reserve_exact(1);
-                }
                 if front {
                     self.chunks.push_front(c);
                 } else {
@@ -472,6 +468,7 @@ impl ListValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::VecDeque;
 
     fn items(l: &ListValue) -> Vec<Vec<u8>> {
         l.iter().map(|b| b.to_vec()).collect()

@@ -11,6 +11,7 @@ pub mod evict;
 pub mod hash;
 mod key;
 pub mod list;
+mod list_chunks;
 pub mod rdb;
 pub mod rdb_file;
 pub mod rdb_stream;
