@@ -322,6 +322,10 @@ fn yes_sessions_keep_the_server_safe() {
     let looped = show(&dbg.call(&[b"e", b"while", b"true", b"do", b"end"]));
     assert!(looped.contains("<error> eval ran past busy-reply-threshold"), "{looped}");
     assert!(started.elapsed() < Duration::from_secs(3));
+    // Nor can a pcall in the code keep it going.
+    let caught = show(&dbg.call(&[b"e", b"while", b"true", b"do", b"pcall(function()", b"while", b"true", b"do", b"end", b"end)", b"end"]));
+    assert!(caught.contains("<error> eval ran past busy-reply-threshold"), "{caught}");
+    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(show(&dbg.call(&[b"s"])).contains("<redis> flushall"));
     assert!(show(&dbg.call(&[b"r", b"dbsize"])).contains("<reply> 0"));
     // The real data and the watcher's transaction are untouched.
@@ -331,6 +335,28 @@ fn yes_sessions_keep_the_server_safe() {
     assert_eq!(watcher.call(&[b"INCR", b"w"]), b"+QUEUED\r\n");
     assert_eq!(watcher.call(&[b"EXEC"]), b"*1\r\n:2\r\n", "the session's FLUSHALL touched no watched key");
     // SHUTDOWN from elsewhere: the session ends with an error, then the server exits.
+    let mut other = server.raw();
+    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    let end = show(&dbg.read_reply());
+    assert!(end.contains("<endsession>"), "{end}");
+    assert!(show(&dbg.read_reply()).contains("the server is shutting down"));
+    assert!(server.wait_exit(Duration::from_secs(10)), "the server exits");
+}
+
+/// SHUTDOWN while a YES session's script runs (between stops, catching errors in a loop):
+/// the others are served meanwhile, and the shutdown ends the script and the server.
+#[test]
+fn shutdown_ends_a_running_yes_session() {
+    let mut server = Server::start(&[]);
+    let mut dbg = server.raw();
+    assert_eq!(dbg.call(&[b"SCRIPT", b"DEBUG", b"YES"]), b"+OK\r\n");
+    dbg.cmd(&[b"EVAL", b"local n = 0\nwhile true do\n  pcall(function() n = n + 1 end)\nend", b"0"]);
+    assert!(show(&dbg.read_reply()).contains("Stopped at 1"));
+    dbg.cmd(&[b"c"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = server.client();
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG", "served while the script runs");
     let mut other = server.raw();
     other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
     let end = show(&dbg.read_reply());

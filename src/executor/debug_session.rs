@@ -57,6 +57,9 @@ pub(super) struct Session {
     gone: Option<Request>,
     /// The debugging client's commands that arrived while its script ran, for its next stop.
     pending: VecDeque<Request>,
+    /// A YES session's own script watch: told of a shutdown, so that no `pcall` of the
+    /// script catches the error that ends it.
+    watch: Option<std::sync::Arc<ScriptWatch>>,
 }
 
 /// How much of a database a YES session's view copies whole (for KEYS, SCAN, DBSIZE...):
@@ -93,7 +96,7 @@ impl Executor {
         } else {
             "Lua debugging session started (private view)"
         });
-        self.debugging = Some(Session { mode, id: client.id, gone: None, pending: VecDeque::new() });
+        self.debugging = Some(Session { mode, id: client.id, gone: None, pending: VecDeque::new(), watch: None });
         if let Some(inbox) = &self.inbox {
             inbox.hold(Some(client.id));
         }
@@ -124,12 +127,17 @@ impl Executor {
 
     /// A YES session's run: a Lua state of its own, on a private view of the data.
     pub(super) fn run_private_script(&mut self, client: &mut Client, args: &[Bytes], call: &ScriptCall, started: Instant) -> Reply {
-        let mut engine = match ScriptEngine::new(std::sync::Arc::new(ScriptWatch::default())) {
+        let watch = std::sync::Arc::new(ScriptWatch::default());
+        let mut engine = match ScriptEngine::new(watch.clone()) {
             Ok(engine) => engine,
             Err(e) => return Reply::Error(format!("ERR could not start a Lua state: {e}").into()),
         };
         if let Some(refusal) = self.begin_debug(client, &args[1], LuaDebug::Yes) {
             return refusal;
+        }
+        self.private_session_ran = true;
+        if let Some(session) = self.debugging.as_mut() {
+            session.watch = Some(watch);
         }
         let reply = match engine.load(&args[1]).map(|s| s.sha.to_string()) {
             Err(e) => Reply::Error(e.into()),
@@ -175,15 +183,17 @@ impl Executor {
         let id = client.id;
         let mut next_cron = Instant::now();
         loop {
-            if self.server.shutdown.is_some() {
+            if self.stopping_session() {
                 return DebugInput::Abort(debugger::SHUTTING_DOWN);
             }
             let Some(session) = self.debugging.as_mut() else { return DebugInput::Gone };
-            if session.gone.is_some() {
+            // What the client sent before it left counts first.
+            let pending = session.pending.pop_front();
+            if pending.is_none() && session.gone.is_some() {
                 return DebugInput::Gone;
             }
             let wait = Duration::from_millis(1000 / self.server.settings.hz.max(1));
-            let req = match (session.pending.pop_front(), mode) {
+            let req = match (pending, mode) {
                 (Some(req), _) => Ok(req),
                 (None, LuaDebug::Sync) => inbox.next_of(id, wait),
                 (None, LuaDebug::Yes) => inbox.next(wait),
@@ -225,7 +235,11 @@ impl Executor {
         }
         let Some(inbox) = self.inbox.clone() else { return false };
         inbox.drive_network();
-        while self.server.shutdown.is_none() {
+        // A bounded turn (a steady stream of requests must not hold the script).
+        for _ in 0..super::MAX_BATCH {
+            if self.server.shutdown.is_some() {
+                break;
+            }
             let Some(req) = inbox.try_next() else { break };
             if !self.is_session_client(&req) {
                 self.serve_beside_session(req, &inbox);
@@ -238,7 +252,19 @@ impl Executor {
                 }
             }
         }
-        self.server.shutdown.is_some()
+        self.stopping_session()
+    }
+
+    /// Whether the server is shutting down: the session's script must end (its watch is
+    /// told, so the error that ends it cannot be caught).
+    fn stopping_session(&self) -> bool {
+        if self.server.shutdown.is_none() {
+            return false;
+        }
+        if let Some(watch) = self.debugging.as_ref().and_then(|s| s.watch.as_ref()) {
+            watch.request_shutdown();
+        }
+        true
     }
 
     /// Whether `req` comes from the client whose session runs (it is out of the table).
@@ -297,6 +323,8 @@ impl PrivateView {
         let patterns = matches!(cmd.name, "sort" | "sort_ro")
             && args.iter().skip(2).any(|a| crate::util::eq_ignore_case(a, "by") || crate::util::eq_ignore_case(a, "get"));
         if every_db {
+            let total: usize = (0..real.dbs.len()).filter(|&d| !self.whole[d]).map(|d| real.db(d).mem_usage()).sum();
+            self.check_copy(total, "every database", cmd)?;
             for d in 0..real.dbs.len() {
                 self.copy_db(real, d, cmd)?;
             }
@@ -325,22 +353,27 @@ impl PrivateView {
         }
     }
 
+    /// Refuses a whole-database copy of `bytes` past [`WHOLE_DB_MAX_BYTES`].
+    fn check_copy(&self, bytes: usize, what: &str, cmd: &CommandSpec) -> Result<(), Reply> {
+        if bytes <= WHOLE_DB_MAX_BYTES {
+            return Ok(());
+        }
+        Err(Reply::Error(
+            format!(
+                "ERR '{}' would copy {what} ({} MB) into the debugging session's private view, past its {} MB bound",
+                cmd.name,
+                bytes >> 20,
+                WHOLE_DB_MAX_BYTES >> 20
+            )
+            .into(),
+        ))
+    }
+
     fn copy_db(&mut self, real: &Keyspace, db: usize, cmd: &CommandSpec) -> Result<(), Reply> {
         if db >= real.dbs.len() || self.whole[db] {
             return Ok(());
         }
-        let bytes = real.db(db).mem_usage();
-        if bytes > WHOLE_DB_MAX_BYTES {
-            return Err(Reply::Error(
-                format!(
-                    "ERR '{}' would copy database {db} ({} MB) into the debugging session's private view, past its {} MB bound",
-                    cmd.name,
-                    bytes >> 20,
-                    WHOLE_DB_MAX_BYTES >> 20
-                )
-                .into(),
-            ));
-        }
+        self.check_copy(real.db(db).mem_usage(), &format!("database {db}"), cmd)?;
         for (key, entry) in real.db(db).iter() {
             let key = Bytes::copy_from_slice(key);
             if !self.copied.contains(&(db, key.clone())) {

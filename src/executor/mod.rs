@@ -85,6 +85,8 @@ pub struct Executor {
     undo: Option<rollback::Undo>,
     /// The Lua debugging session under way (SCRIPT DEBUG), if any.
     debugging: Option<debug_session::Session>,
+    /// The script just run was a YES debugging session (its time is its user's).
+    private_session_ran: bool,
     /// A background RDB save and the save points' state (see rdb_save.rs).
     rdb: rdb_save::RdbSide,
     /// Depth of `execute` calls (EXEC runs its commands through it again).
@@ -149,6 +151,7 @@ impl Executor {
             script_keys: Vec::new(),
             undo: None,
             debugging: None,
+            private_session_ran: false,
             rdb: rdb_save::RdbSide::default(),
             exec_depth: 0,
             load: load::Loader::default(),
@@ -627,8 +630,8 @@ impl Executor {
                 end = None;
                 scripted = true;
                 let recording = self.recording();
-                untimed = client.lua_debug == Some(crate::state::LuaDebug::Yes);
                 reply = self.run_script(client, args, &call, Instant::now());
+                untimed = std::mem::take(&mut self.private_session_ran);
                 if client.lua_debug.is_some() && reply.is_error() && !call.function && !client.in_exec() {
                     self.debug_refused(client);
                 }
@@ -676,15 +679,17 @@ impl Executor {
             // A slow command (DEBUG SLEEP, a big KEYS, a script): the batch clock is stale now.
             self.now_ms = crate::clock::now_ms();
         }
-        if scripted && !untimed {
+        if scripted {
             // INFO commandstats counts an EVAL's script in its time, and a script that
             // failed (an error raised or returned) as a failed call, as Redis does.
             let stat = self.server.stats.command(cmd.id);
-            stat.usec += elapsed;
+            if !untimed {
+                stat.usec += elapsed;
+            }
             if reply.is_error() {
                 stat.failed_calls += 1;
             }
-            if self.server.settings.latency_tracking {
+            if self.server.settings.latency_tracking && !untimed {
                 self.server.stats.record_latency(cmd.id, elapsed);
             }
         }

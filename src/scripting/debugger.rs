@@ -103,6 +103,12 @@ pub fn suspended<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// The script caught an error (pcall and the like): if the debugger raised it, the script
+/// goes on, and its reply is its own again.
+pub fn caught() {
+    with(|l| l.raised = None);
+}
+
 /// Whether a session is running.
 pub fn active() -> bool {
     LDB.with(|l| l.borrow().is_some())
@@ -658,6 +664,8 @@ thread_local! {
 /// for the error's jump to skip).
 unsafe extern "C-unwind" fn eval_hook(state: *mut lua_State, _ar: *mut ffi::lua_Debug) {
     if EVAL_DEADLINE.get().is_some_and(|d| Instant::now() >= d) {
+        // From now on every instruction raises: a `pcall` in the code cannot keep it going.
+        ffi::lua_sethook(state, Some(eval_hook), ffi::LUA_MASKCOUNT, 1);
         ffi::lua_pushstring(state, c"eval ran past busy-reply-threshold and was stopped".as_ptr());
         ffi::lua_error(state);
     }

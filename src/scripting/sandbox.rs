@@ -85,11 +85,11 @@ end
 /// `xpcall` and `coroutine.resume` keep an aborted script (SCRIPT KILL, SHUTDOWN) aborted
 /// whatever catches the error; `pcall` does the same in [`redis_pcall`].
 const PROTECTED_CALLS: &str = r#"
-local must_abort = ...
+local must_abort, caught = ...
 local rawxpcall, resume = xpcall, coroutine.resume
 local type, error, select = type, error, select
 local function rethrow_abort(...)
-  if must_abort() then error((select(2, ...)), 0) end
+  if must_abort() then error((select(2, ...)), 0) elseif (...) == false then caught() end
   return ...
 end
 xpcall = function(...) return rethrow_abort(rawxpcall(...)) end
@@ -126,6 +126,7 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> c_i
             // Nothing with a destructor lives in this frame.
             ffi::lua_error(state);
         }
+        super::debugger::caught();
         ffi::lua_remove(state, 1);
         if ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
             ffi::lua_getfield(state, -1, c"err".as_ptr());
@@ -219,7 +220,11 @@ pub fn new_state(kind: Kind) -> mlua::Result<(Lua, Function)> {
     }
     // SAFETY: redis_pcall follows the Lua C API contract (see its comments).
     globals.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
-    lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>(must_abort)?;
+    let caught = lua.create_function(|_, ()| {
+        super::debugger::caught();
+        Ok(())
+    })?;
+    lua.load(PROTECTED_CALLS).set_name("=[protected calls]").call::<()>((must_abort, caught))?;
     lua.load(STRICT_GLOBALS).set_name("=[strict]").exec()?;
     globals.raw_set("debug", Value::Nil)?;
     protect_everything(&lua)?;
