@@ -149,7 +149,7 @@ impl Executor {
                 client.deny_blocking = true;
                 let view = PrivateView::new(self.ks.dbs.len(), self.now_ms);
                 let mut bridge = ScriptBridge::new(self, client, call, false);
-                bridge.private = Some(view);
+                bridge.private = Some(Box::new(view));
                 let keys = &args[3..3 + call.numkeys];
                 let (reply, _) = engine.run_debugged(&sha, keys, &args[3 + call.numkeys..], &mut bridge);
                 client.in_script = false;

@@ -91,7 +91,7 @@ pub(super) struct ScriptBridge<'a> {
     /// A debugging session runs (SCRIPT DEBUG): commands and replies may be shown.
     debugging: bool,
     /// A YES debugging session's data (see debug_session.rs).
-    pub(super) private: Option<super::debug_session::PrivateView>,
+    pub(super) private: Option<Box<super::debug_session::PrivateView>>,
     /// The last `redis.call` reached its command (else the script rules refused it).
     ran: bool,
 }
