@@ -549,7 +549,7 @@ fn redis_cli_ldb_transcripts_match_redis() {
     let sessions: [(&str, &[&str]); 3] = [
         ("--ldb", &["s", "p", "n", "p stock", "b 8", "c", "p", "r get stock:1", "c", "quit"]),
         ("--ldb-sync-mode", &["w", "b 7", "c", "t", "e want * 2", "s", "c", "quit"]),
-        ("--ldb", &["s", "s", "abort", "quit"]),
+        ("--ldb", &["s", "restart", "s", "s", "abort", "quit"]),
     ];
     for (flag, lines) in sessions {
         let mut screens = Vec::new();
@@ -606,6 +606,9 @@ fn redis_cli_ldb_transcripts_match_redis() {
             screens.push(show(&data));
         }
         assert!(screens[0].contains("lua debugger>"), "redis-cli ran a session: {}", screens[0]);
+        if lines.contains(&"restart") {
+            assert_eq!(screens[0].matches("Lua debugging session started").count(), 2, "restarted: {}", screens[0]);
+        }
         assert_eq!(screens[2], screens[0], "{flag} {lines:?}: the screen");
         assert_eq!(screens[3], screens[1], "{flag} {lines:?}: the data after it");
     }
