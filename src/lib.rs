@@ -20,6 +20,7 @@ pub mod acl;
 pub mod aof;
 pub mod bgwrite;
 pub mod clock;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod conn;
