@@ -441,7 +441,12 @@ fn yes_sessions_keep_the_server_safe() {
     assert_eq!(watcher.call(&[b"MULTI"]), b"+OK\r\n");
     assert_eq!(watcher.call(&[b"INCR", b"w"]), b"+QUEUED\r\n");
     assert_eq!(watcher.call(&[b"EXEC"]), b"*1\r\n:2\r\n", "the session's FLUSHALL touched no watched key");
-    // SHUTDOWN from elsewhere: the session ends with an error, then the server exits.
+    shut_down_beside(&mut server, &mut dbg);
+}
+
+/// SHUTDOWN NOSAVE from another client during `dbg`'s YES session: the session ends with
+/// the shutdown's error, then the server exits.
+fn shut_down_beside(server: &mut Server, dbg: &mut RawConn) {
     let mut other = server.raw();
     other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
     let end = show(&dbg.read_reply());
@@ -464,12 +469,7 @@ fn shutdown_ends_a_running_yes_session() {
     let mut c = server.client();
     let pong: String = redis::cmd("PING").query(&mut c).unwrap();
     assert_eq!(pong, "PONG", "served while the script runs");
-    let mut other = server.raw();
-    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
-    let end = show(&dbg.read_reply());
-    assert!(end.contains("<endsession>"), "{end}");
-    assert!(show(&dbg.read_reply()).contains("the server is shutting down"));
-    assert!(server.wait_exit(Duration::from_secs(10)), "the server exits");
+    shut_down_beside(&mut server, &mut dbg);
 }
 
 /// SYNC: the server waits for the debugging client (another client's command is answered

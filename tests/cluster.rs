@@ -1,7 +1,7 @@
-//! The cluster bus's message format (src/cluster/bus.rs) against a real redis-server 7.0 in
-//! cluster mode: our MEET is accepted (the node shows our ports), and its PONG decodes to what
-//! CLUSTER MYID, CLUSTER ADDSLOTS and its settings say; decoded and encoded again it is the
-//! same bytes.
+//! The pieces of cluster mode (src/cluster/) against a real redis-server 7.0 in cluster mode:
+//! the bus's message format (our MEET is accepted, the node shows our ports, and its PONG
+//! decodes to what CLUSTER MYID, CLUSTER ADDSLOTS and its settings say; decoded and encoded
+//! again it is the same bytes), and hash slots (CLUSTER KEYSLOT's for random keys).
 
 mod common;
 
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{free_port, Server};
 use vermilion::cluster::bus::{self, flag, kind, Body, Header, Message};
+use vermilion::cluster::slot::key_slot;
 
 fn read_message(stream: &mut TcpStream) -> Vec<u8> {
     let mut head = [0u8; 8];
@@ -23,10 +24,8 @@ fn read_message(stream: &mut TcpStream) -> Vec<u8> {
     msg
 }
 
-#[test]
-fn a_redis_node_accepts_our_meet_and_its_pong_decodes() {
-    let cport = free_port();
-    let redis = Server::start_redis(&[
+fn start_cluster_node(cport: u16) -> Server {
+    Server::start_redis(&[
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
@@ -35,7 +34,27 @@ fn a_redis_node_accepts_our_meet_and_its_pong_decodes() {
         &cport.to_string(),
         "--cluster-announce-hostname",
         "node-a.example",
-    ]);
+    ])
+}
+
+/// CLUSTER KEYSLOT of a real node for random keys, with and without hash tags.
+#[test]
+fn key_slots_match_redis() {
+    let redis = start_cluster_node(free_port());
+    let mut c = redis.client();
+    let mut rng = common::Rng(0x51075);
+    let pieces: [&[u8]; 8] = [b"{", b"}", b"user", b"1000", b"", b"\xff", b"{}", b"a"];
+    for _ in 0..500 {
+        let key: Vec<u8> = (0..rng.below(6)).flat_map(|_| pieces[rng.below(pieces.len() as u64) as usize].to_vec()).collect();
+        let theirs: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key).query(&mut c).unwrap();
+        assert_eq!(i64::from(key_slot(&key)), theirs, "key {:?}", String::from_utf8_lossy(&key));
+    }
+}
+
+#[test]
+fn a_redis_node_accepts_our_meet_and_its_pong_decodes() {
+    let cport = free_port();
+    let redis = start_cluster_node(cport);
     let mut c = redis.client();
     let id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap();
     let _: () = redis::cmd("CLUSTER").arg("ADDSLOTS").arg(0).arg(1).arg(2).arg(16383).query(&mut c).unwrap();
