@@ -1,7 +1,8 @@
 //! The pieces of cluster mode (src/cluster/) against a real redis-server 7.0 in cluster mode:
 //! the bus's message format (our MEET is accepted, the node shows our ports, and its PONG
 //! decodes to what CLUSTER MYID, CLUSTER ADDSLOTS and its settings say; decoded and encoded
-//! again it is the same bytes), and hash slots (CLUSTER KEYSLOT's for random keys).
+//! again it is the same bytes), hash slots (CLUSTER KEYSLOT's for random keys), and the
+//! `nodes.conf` / CLUSTER NODES format (read and written back as the node wrote them).
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{free_port, Server};
 use vermilion::cluster::bus::{self, flag, kind, Body, Header, Message};
+use vermilion::cluster::nodes_conf;
 use vermilion::cluster::slot::key_slot;
 
 fn read_message(stream: &mut TcpStream) -> Vec<u8> {
@@ -98,4 +100,37 @@ fn a_redis_node_accepts_our_meet_and_its_pong_decodes() {
         assert!(Instant::now() < deadline, "no handshake node for our MEET: {nodes}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A real node's `nodes.conf` and CLUSTER NODES reply (slots, a hostname, a node in
+/// handshake after our MEET) parse and render back to the same text.
+#[test]
+fn nodes_conf_reads_and_writes_like_redis() {
+    let cport = free_port();
+    let redis = start_cluster_node(cport);
+    let mut c = redis.client();
+    let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(5460).arg(6000).arg(6000).query(&mut c).unwrap();
+    let meet = Message {
+        header: Header::new(kind::MEET, *b"89abcdef0123456789abcdef0123456789abcdef"),
+        body: Body::Ping { gossip: Vec::new(), extensions: Vec::new() },
+    };
+    let mut stream = TcpStream::connect(("127.0.0.1", cport)).expect("the bus port");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(&bus::encode(&meet)).unwrap();
+    read_message(&mut stream);
+    let _: () = redis::cmd("CLUSTER").arg("SAVECONFIG").query(&mut c).unwrap();
+    let file = std::fs::read_to_string(redis.dir.path().join("nodes.conf")).expect("nodes.conf");
+    let conf = nodes_conf::parse(&file).unwrap_or_else(|e| panic!("{e}: {file}"));
+    assert_eq!(nodes_conf::render(&conf), file);
+    // Nodes in handshake are not saved (CLUSTER NODES shows them, below).
+    assert_eq!(conf.nodes.len(), 1, "{file}");
+    let me = conf.nodes.iter().find(|n| n.flags & flag::MYSELF != 0).expect("myself");
+    assert_eq!(me.slots, vec![(0, 5460), (6000, 6000)]);
+    assert_eq!(me.hostname.as_deref(), Some("node-a.example"));
+    assert_eq!((me.port, me.cport), (redis.port, cport));
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut c).unwrap();
+    for line in nodes.lines() {
+        assert_eq!(nodes_conf::render_line(&nodes_conf::parse_line(line).unwrap()), line);
+    }
+    assert!(nodes.lines().count() == 2 && nodes.contains("handshake"), "{nodes}");
 }
