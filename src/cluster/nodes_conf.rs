@@ -229,7 +229,7 @@ mod tests {
         assert!(parse_line(&format!("{ID_A} 1.2.3.4:1@2 master - 0 0 0 connected 16384")).is_err());
         assert!(parse_line(&format!("{ID_A} 1.2.3.4:1@2 master - 0 0 0 connected 9-3")).is_err());
         assert!(parse_line(&format!("{ID_A} nowhere master - 0 0 0 connected")).is_err());
-        assert!(parse(&"vars currentEpoch x").is_err());
+        assert!(parse("vars currentEpoch x").is_err());
         let old = parse_line(&format!("{ID_A} 1.2.3.4:7000 noflags - 0 0 0 connected")).unwrap();
         assert_eq!((old.cport, old.flags), (17000, 0));
     }
