@@ -77,9 +77,10 @@ const CAUGHT_ABORT: Session = Session {
     commands: &["s", "s", "a", "c"],
 };
 
-/// MOVE and SORT ... BY/GET reach keys beyond those they name (set up before the sessions).
+/// MOVE, SORT ... BY/GET, DBSIZE and KEYS reach keys beyond those they name (set up before
+/// the sessions).
 const OTHER_KEYS: Session = Session {
-    script: "local sorted = redis.call('sort', 'l', 'by', 'w_*', 'get', '#', 'get', 'o_*')\nlocal moved = redis.call('move', 'm', 1)\nreturn {sorted, moved}\n",
+    script: "local sorted = redis.call('sort', 'l', 'by', 'w_*', 'get', '#', 'get', 'o_*')\nlocal moved = redis.call('move', 'm', 1)\nreturn {sorted, moved, redis.call('dbsize'), #redis.call('keys', 'w_*')}\n",
     keys: &[],
     args: &[],
     commands: &["s", "s", "c"],

@@ -181,6 +181,7 @@ TRAITS = {
     "arbitrary-keys": "ArbitraryKeys",
     "runs-queue": "RunsQueue",
     "moves-key": "MovesKey",
+    "pattern-keys": "PatternKeys",
 }
 
 

@@ -112,6 +112,10 @@ pub struct Effects {
     /// Arguments MONITOR and SLOWLOG show as `(redacted)`: secrets the handler read
     /// (Redis's `redactClientCommandArgument`).
     pub redacted: Vec<usize>,
+    /// The call runs on a private view of the data (a debugging session's, SCRIPT DEBUG
+    /// YES): what would reach other clients directly (the WATCHes a flush fails, PUBLISH's
+    /// deliveries) does not; PUBLISH still counts its receivers.
+    pub private: bool,
 }
 
 impl Default for Effects {
@@ -121,6 +125,7 @@ impl Default for Effects {
             signals: Signals::default(),
             notifications: Vec::new(),
             pushed: Vec::new(),
+            private: false,
             logged: Logged::AsSent,
             script_cache: None,
             next: Next::Reply,
@@ -342,6 +347,9 @@ impl Ctx<'_> {
     /// contents become `replaced_with`'s): the watchers of the keys present on either side
     /// fail, at the point of change (Redis's `touchAllWatchedKeysInDb`).
     pub fn touch_all_watched_in(&mut self, db: usize, replaced_with: Option<usize>) {
+        if self.effects.private {
+            return;
+        }
         touch_all_watched(self.ks, self.server, Some(&mut *self.client), db, replaced_with, self.now_ms);
     }
 }

@@ -216,6 +216,9 @@ fn deliver_all(
 
 /// PUBLISH for any caller: returns the number of receivers.
 pub fn publish_message(ctx: &mut Ctx<'_>, channel: &Bytes, message: &Bytes, shard: bool) -> i64 {
+    if ctx.effects.private {
+        return receivers(ctx.server, channel, shard);
+    }
     publish_raw(ctx.server, Some(&mut *ctx.client), channel, message, shard, &mut ctx.effects.pushed)
 }
 
@@ -250,7 +253,7 @@ pub fn publish_raw(
 }
 
 /// How many receivers a PUBLISH (`shard`: SPUBLISH) would reach now, delivering nothing.
-pub fn receivers(server: &ServerState, channel: &Bytes, shard: bool) -> i64 {
+fn receivers(server: &ServerState, channel: &Bytes, shard: bool) -> i64 {
     let pubsub = &server.pubsub;
     if shard {
         return pubsub.shard_channels.get(channel).map_or(0, |ids| ids.len() as i64);

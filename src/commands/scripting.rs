@@ -60,6 +60,15 @@ fn engine<'a>(ctx: &'a mut Ctx<'_>) -> Result<&'a mut ScriptEngine, CmdError> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Result<Reply, CmdError> {
+    let result = eval_checked(ctx, args, by_sha, read_only);
+    // SCRIPT DEBUG: Redis had started the session when it finds these errors.
+    if result.is_err() && !by_sha && ctx.client.lua_debug.is_some() && !ctx.client.in_exec() {
+        ctx.client.refuse_debug_session();
+    }
+    result
+}
+
+fn eval_checked(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Result<Reply, CmdError> {
     // A SHA1 that is not 40 characters long cannot match: NOSCRIPT before anything else.
     if by_sha && args[1].len() != 40 {
         return Err(CmdError::other("NOSCRIPT No matching script. Please use EVAL."));

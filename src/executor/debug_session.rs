@@ -74,6 +74,7 @@ impl Executor {
     /// Starts a session for the client's EVAL of `body`; a refusal is the EVAL's reply.
     pub(super) fn begin_debug(&mut self, client: &mut Client, body: &[u8], mode: LuaDebug) -> Option<Reply> {
         if self.debugging.is_some() {
+            client.refuse_debug_session();
             return Some(Reply::error(ONE_AT_A_TIME));
         }
         // What the client is owed leaves first (the session writes to it as it goes), once
@@ -86,6 +87,7 @@ impl Executor {
                 }
             }
             if self.must_wait_for_log(client) {
+                client.refuse_debug_session();
                 return Some(Reply::error("ERR the log could not be made durable before the debugging session"));
             }
         }
@@ -130,7 +132,10 @@ impl Executor {
         let watch = std::sync::Arc::new(ScriptWatch::default());
         let mut engine = match ScriptEngine::new(watch.clone()) {
             Ok(engine) => engine,
-            Err(e) => return Reply::Error(format!("ERR could not start a Lua state: {e}").into()),
+            Err(e) => {
+                client.refuse_debug_session();
+                return Reply::Error(format!("ERR could not start a Lua state: {e}").into());
+            }
         };
         if let Some(refusal) = self.begin_debug(client, &args[1], LuaDebug::Yes) {
             return refusal;
@@ -163,14 +168,6 @@ impl Executor {
         self.end_debug(client);
         self.last_script_outcome = None;
         reply
-    }
-
-    /// The session's reply to an EVAL that failed before its script ran (a bad key count,
-    /// a compile error): `<endsession>` first, then the error, then the connection closes.
-    pub(super) fn debug_refused(&mut self, client: &mut Client) {
-        client.out.extend_from_slice(b"*1\r\n+<endsession>\r\n");
-        client.close_after_reply = true;
-        client.lua_debug = None;
     }
 
     /// A stop: sends the debugger's lines, then waits for the client's next command.
@@ -316,19 +313,19 @@ impl PrivateView {
     /// error when that would copy a database past [`WHOLE_DB_MAX_BYTES`].
     fn prepare(&mut self, real: &Keyspace, db: usize, cmd: &CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
         let named = crate::spec::keyspec::command_keys(cmd, args);
-        // Commands over keys they do not name: the whole database (FLUSHALL, SWAPDB and
-        // COPY ... DB: every database; SORT's BY and GET patterns: the database).
-        let every_db = cmd.is(Trait::EmptiesDatabases) && cmd.name == "flushall" || cmd.is(Trait::OtherDatabase);
-        let keyless = named.is_empty() && cmd.acl.contains(&"keyspace");
-        let patterns = matches!(cmd.name, "sort" | "sort_ro")
-            && args.iter().skip(2).any(|a| crate::util::eq_ignore_case(a, "by") || crate::util::eq_ignore_case(a, "get"));
+        // Commands over keys they do not name, as the table's traits and categories say:
+        // flushes, SWAPDB and COPY ... DB copy every database; KEYS, SCAN, DBSIZE, RANDOMKEY
+        // (keyspace commands naming no key) and SORT (its BY/GET patterns) the client's.
+        let every_db = cmd.is(Trait::EmptiesDatabases) || cmd.is(Trait::OtherDatabase);
+        let keyless = named.is_empty() && cmd.acl.contains(&"@keyspace");
+        let patterns = cmd.is(Trait::PatternKeys);
         if every_db {
             let total: usize = (0..real.dbs.len()).filter(|&d| !self.whole[d]).map(|d| real.db(d).mem_usage()).sum();
             self.check_copy(total, "every database", cmd)?;
             for d in 0..real.dbs.len() {
                 self.copy_db(real, d, cmd)?;
             }
-        } else if keyless || patterns || cmd.is(Trait::EmptiesDatabases) || cmd.is(Trait::ArbitraryKeys) {
+        } else if keyless || patterns || cmd.is(Trait::ArbitraryKeys) {
             self.copy_db(real, db, cmd)?;
         }
         for &(p, _) in &named {
@@ -386,24 +383,20 @@ impl PrivateView {
 }
 
 impl ScriptBridge<'_> {
-    /// Runs a YES session's command on its private view: the handler only, with every
-    /// signal, event and logged form dropped, and the dirty counter left as it was (no
-    /// save point or replica sees it). PUBLISH counts its receivers but delivers nothing,
-    /// as Redis's forked session does.
+    /// Runs a YES session's command on its private view: the handler only, its effects
+    /// marked private (`Effects::private`: PUBLISH counts its receivers but delivers
+    /// nothing, as Redis's forked session does; a flush fails no real WATCH), every signal,
+    /// event and logged form dropped, and the dirty counter left as it was (no save point
+    /// or replica sees it).
     pub(super) fn run_private(&mut self, cmd: &'static CommandSpec, argv: &[Bytes]) -> Reply {
         let Some(view) = self.private.as_mut() else { return Reply::error("ERR no private view") };
         let db = self.client.db;
         if let Err(refusal) = view.prepare(&self.exec.ks, db, cmd, argv) {
             return refusal;
         }
-        if matches!(cmd.name, "publish" | "spublish") {
-            return Reply::Int(commands::pubsub::receivers(&self.exec.server, &argv[1], cmd.name == "spublish"));
-        }
         std::mem::swap(&mut self.exec.ks, &mut view.ks);
         let dirty = self.exec.server.dirty;
-        // FLUSHDB, FLUSHALL and SWAPDB touch the watched keys themselves: not the real ones.
-        let watchers = std::mem::take(&mut self.exec.server.watchers);
-        let mut scratch = Effects::default();
+        let mut scratch = Effects { private: true, ..Effects::default() };
         let mut ctx = commands::Ctx::new(&mut self.exec.ks, self.client, &mut self.exec.server, view.now_ms, &mut scratch);
         let mut reply = commands::call(cmd, &mut ctx, argv);
         if let Next::Block(request) = std::mem::take(&mut scratch.next) {
@@ -415,7 +408,6 @@ impl ScriptBridge<'_> {
         view.ks.deletions.clear();
         view.ks.key_misses.clear();
         self.exec.server.dirty = dirty;
-        self.exec.server.watchers = watchers;
         reply
     }
 }

@@ -619,12 +619,6 @@ impl Executor {
         // A YES debugging session's time is its user's: Redis's parent only forks for it.
         let mut untimed = false;
         match next {
-            // SCRIPT DEBUG's session had started when Redis finds these errors.
-            Next::Reply
-                if client.lua_debug.is_some() && reply.is_error() && matches!(cmd.name, "eval" | "eval_ro") && !client.in_exec() =>
-            {
-                self.debug_refused(client)
-            }
             Next::Reply => {}
             Next::RunScript(call) => {
                 end = None;
@@ -632,9 +626,6 @@ impl Executor {
                 let recording = self.recording();
                 reply = self.run_script(client, args, &call, Instant::now());
                 untimed = std::mem::take(&mut self.private_session_ran);
-                if client.lua_debug.is_some() && reply.is_error() && !call.function && !client.in_exec() {
-                    self.debug_refused(client);
-                }
                 if recording {
                     if let Some(outcome) = self.last_script_outcome.take() {
                         self.log_script(client, args, &call, &outcome);

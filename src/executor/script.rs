@@ -134,12 +134,15 @@ impl Executor {
         } else {
             self.script_refusal(client, flags, call.read_only, oom)
         };
-        if let Some(refusal) = refusal {
-            self.server.scripts = Some(engine);
-            return refusal;
-        }
         // SCRIPT DEBUG: YES runs apart (a Lua state and data of its own), SYNC here.
         let debug_mode = client.lua_debug.filter(|_| !call.function && !self.loading() && !client.in_exec());
+        if let Some(refusal) = refusal {
+            self.server.scripts = Some(engine);
+            if debug_mode.is_some() {
+                client.refuse_debug_session();
+            }
+            return refusal;
+        }
         if debug_mode == Some(LuaDebug::Yes) {
             self.server.scripts = Some(engine);
             return self.run_private_script(client, args, call, started);

@@ -147,6 +147,9 @@ pub enum Trait {
     /// a walk needs nothing more: the moved copy carries the walk's mark): an all-or-nothing
     /// script may not run it.
     MovesKey,
+    /// Reads keys its arguments' patterns name, where no key spec points (SORT's BY and
+    /// GET): a debugging session's private view copies the whole database first.
+    PatternKeys,
 }
 
 /// A key specification (Redis 7's `key_specs`), compiled by the generator into typed data:

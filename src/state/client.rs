@@ -240,6 +240,15 @@ impl Blocked {
 }
 
 impl Client {
+    /// SCRIPT DEBUG's EVAL failed before its script ran (a bad key count, a compile error, a
+    /// refusal): Redis had started the session, so `<endsession>` comes first, then the
+    /// error, then the connection closes.
+    pub fn refuse_debug_session(&mut self) {
+        self.out.extend_from_slice(b"*1\r\n+<endsession>\r\n");
+        self.close_after_reply = true;
+        self.lua_debug = None;
+    }
+
     /// EXEC is running this client's queued commands.
     pub fn in_exec(&self) -> bool {
         self.txn.exec_queued.is_some()
