@@ -149,7 +149,7 @@ pub fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 /// ```text
 /// SCRIPT DEBUG YES | SYNC | NO
 /// ```
-/// Sets the mode the client's next EVAL runs in (see scripting/debugger.rs).
+/// Sets the mode the client's next EVAL runs in (see scripting/debugger/).
 pub fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     // The session talks to the client directly: replies still owed would interleave.
     if !ctx.client.out.is_empty() || ctx.client.in_exec() {

@@ -1,5 +1,5 @@
 //! Lua debugging sessions (SCRIPT DEBUG YES|SYNC): the executor's side of
-//! scripting/debugger.rs.
+//! scripting/debugger/.
 //!
 //! - **SYNC** runs the EVAL on the server's own Lua state and data, as Redis does: the
 //!   executor waits for the debugging client at every stop and serves nobody else (their
@@ -81,6 +81,9 @@ impl Executor {
         // the log holds what it answers, as for any reply.
         if self.logging() {
             self.flush_log();
+            // Only under `appendfsync always` do replies wait for an fsync (under everysec
+            // a written record is as durable as it gets): rare (a pipelined write before a
+            // debugging EVAL), so the executor syncs itself rather than wait for the thread.
             if self.must_wait_for_log(client) {
                 if let Some(aof) = self.log.aof.as_ref() {
                     let _ = aof.log.sync();

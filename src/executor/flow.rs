@@ -1,5 +1,6 @@
 //! Flow control: clients held at a command and resumed later, by CLIENT PAUSE (all commands
-//! or writes) or because their unsent replies passed the output high-water mark.
+//! or writes) or because their unsent replies passed the output high-water mark; and what
+//! follows every turn of the loop (`between_batches`).
 
 use bytes::Bytes;
 
@@ -106,5 +107,26 @@ impl Executor {
             }
         }
         self.serve_ready();
+    }
+
+    /// What follows every turn of the loop (and every request a YES debugging session serves
+    /// from its stops): the replicas' buffered stream, blocked clients' timeouts, and the
+    /// clients held by a pause or by their unread output.
+    pub(super) fn between_batches(&mut self) {
+        if self.feed.flush_due.is_some_and(|due| Instant::now() >= due) {
+            self.flush_replica_output();
+        }
+        if !self.waiters.timeouts.is_empty() {
+            self.expire_blocked();
+            self.release_replies();
+        }
+        if !self.postponed.is_empty() {
+            self.resume_postponed();
+            self.release_replies();
+        }
+        if !self.throttled.is_empty() {
+            self.resume_throttled();
+            self.release_replies();
+        }
     }
 }

@@ -253,27 +253,6 @@ impl Executor {
         }
     }
 
-    /// What follows every turn of the loop (and every request a YES debugging session serves
-    /// from its stops): the replicas' buffered stream, blocked clients' timeouts, and the
-    /// clients held by a pause or by their unread output.
-    fn between_batches(&mut self) {
-        if self.feed.flush_due.is_some_and(|due| Instant::now() >= due) {
-            self.flush_replica_output();
-        }
-        if !self.waiters.timeouts.is_empty() {
-            self.expire_blocked();
-            self.release_replies();
-        }
-        if !self.postponed.is_empty() {
-            self.resume_postponed();
-            self.release_replies();
-        }
-        if !self.throttled.is_empty() {
-            self.resume_throttled();
-            self.release_replies();
-        }
-    }
-
     /// Connects a client without a socket (benches and tests drive the executor this way);
     /// its replies arrive on the returned receiver after `release_replies`.
     pub fn connect_detached(&mut self, id: ClientId) -> tokio::sync::mpsc::UnboundedReceiver<ClientOutput> {

@@ -95,7 +95,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
         })?,
     )?;
     // Outside a debugging session both do nothing (breakpoint returns false).
-    // SAFETY: both follow the Lua C API contract (see debugger.rs).
+    // SAFETY: both follow the Lua C API contract (see debugger/inspect.rs).
     redis.raw_set("breakpoint", unsafe { lua.create_c_function(super::debugger::redis_breakpoint)? })?;
     redis.raw_set("debug", unsafe { lua.create_c_function(super::debugger::redis_debug)? })?;
     redis.raw_set(
