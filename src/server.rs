@@ -16,9 +16,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_rustls::TlsAcceptor;
 
-use crate::conn::{busy_answers, ExecutorHandle, Request, MAX_INFLIGHT};
+use crate::conn::read::{self, Decoded};
+use crate::conn::{ExecutorHandle, Request, MAX_INFLIGHT};
 use crate::log;
-use crate::protocol::{DecodeLimits, RequestDecoder};
+use crate::protocol::RequestDecoder;
 use crate::state::{ClientOutput, ConnFlags};
 
 /// A listening socket, plain or TLS (`tls-port`), bound (non-blocking) before the runtime
@@ -182,7 +183,7 @@ pub fn replace_plain_listeners(binds: &[String], port: u16) -> Result<(), String
 /// A TLS handshake that takes longer than this is dropped (it holds a connection slot).
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: ExecutorHandle, tls: Option<TlsAcceptor>) {
+async fn connection(sock: TcpStream, peer: SocketAddr, id: u64, exec: ExecutorHandle, tls: Option<TlsAcceptor>) {
     let _ = sock.set_nodelay(true);
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let Some(acceptor) = tls else {
@@ -192,24 +193,37 @@ async fn connection(mut sock: TcpStream, peer: SocketAddr, id: u64, exec: Execut
             use std::os::fd::AsFd;
             sock.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from)
         };
-        let (reader, writer) = sock.split();
-        return client(reader, writer, dup, peer, laddr, id, exec).await;
+        let (reader, writer) = sock.into_split();
+        // A connection accepted while the dataset loads is read by its task for good: the
+        // executor, busy loading, would see it only afterwards, and it must answer LOADING.
+        let reading = if exec.inline_reads && !exec.limits.loading.load(Ordering::Acquire) {
+            Reading::Executor(reader)
+        } else {
+            Reading::Task(reader)
+        };
+        return client(reading, writer, dup, peer, laddr, id, exec).await;
     };
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
         Ok(Ok(stream)) => {
             // Encrypted bytes: every reply goes through the task.
             let (reader, writer) = tokio::io::split(stream);
-            client(reader, writer, None, peer, laddr, id, exec).await;
+            client(Reading::Task(reader), writer, None, peer, laddr, id, exec).await;
         }
         Ok(Err(e)) => log::verbose(&format!("Error accepting a client connection: {e} (addr={peer} laddr={laddr})")),
         Err(_) => log::verbose(&format!("TLS handshake timed out (addr={peer})")),
     }
 }
 
+/// Who reads a connection: its task, or the executor thread (`ExecutorHandle::inline_reads`).
+enum Reading<R> {
+    Task(R),
+    Executor(tokio::net::tcp::OwnedReadHalf),
+}
+
 /// One client connection, whatever carries it: the limits checked on accept, then the
 /// request/reply loop.
 async fn client<R, W>(
-    reader: R,
+    reading: Reading<R>,
     mut writer: W,
     dup: Option<std::net::TcpStream>,
     peer: SocketAddr,
@@ -238,7 +252,11 @@ async fn client<R, W>(
     let (tx, mut rx) = unbounded_channel();
     let flags = Arc::new(ConnFlags::default());
     flags.authenticated.store(!limits.auth_required.load(Ordering::Relaxed), Ordering::Relaxed);
-    let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone(), sock: dup };
+    let (reader, inline) = match reading {
+        Reading::Task(r) => (Some(r), None),
+        Reading::Executor(r) => (None, Some(r)),
+    };
+    let connect = Request::Connect { id, addr: peer.to_string(), laddr, tx, flags: flags.clone(), sock: dup, reader: inline };
     if exec.tx.send(connect).is_ok() {
         run_connection(reader, writer, id, &exec, &mut rx, &flags).await;
     }
@@ -257,8 +275,10 @@ fn is_mapped_loopback(peer: &SocketAddr) -> bool {
 /// Redis 7.0's text, sent on accept before the connection is closed.
 const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
+/// The connection's loop: the executor's output written in order, and, unless the executor
+/// reads the connection itself (`reader` is `None`), the reads turned into batches.
 async fn run_connection<R, W>(
-    mut reader: R,
+    mut reader: Option<R>,
     mut writer: W,
     id: u64,
     exec: &ExecutorHandle,
@@ -268,17 +288,14 @@ async fn run_connection<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut buf = BytesMut::with_capacity(if reader.is_some() { 16 * 1024 } else { 0 });
     let mut decoder = RequestDecoder::new();
     // After a protocol error the last batch is on its way: read nothing more.
     let mut closing = false;
     loop {
-        // A buffer a big request grew goes back to its usual size once it is empty, as
-        // Redis's cron resizes a query buffer past 32 KB (PROTO_RESIZE_THRESHOLD).
-        if buf.is_empty() && buf.capacity() > 32 * 1024 {
-            buf = BytesMut::with_capacity(16 * 1024);
-        } else if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
+        let reading = reader.is_some() && !closing;
+        if reading {
+            read::make_room(&mut buf);
         }
         let at_limit = flags.inflight.load(Ordering::Acquire) >= MAX_INFLIGHT;
         tokio::select! {
@@ -311,28 +328,38 @@ async fn run_connection<R, W>(
                     None => return,
                 }
             }
-            _ = flags.resume.notified(), if at_limit && !closing => {}
-            read = reader.read_buf(&mut buf), if !at_limit && !closing => {
-                // Every read counts, the one that finds the end of the stream too (as Redis's).
-                exec.limits.reads_processed.fetch_add(1, Ordering::Relaxed);
-                match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        exec.limits.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    }
+            _ = flags.resume.notified(), if reading && at_limit => {}
+            read = read_some(&mut reader, &mut buf), if reading && !at_limit => {
+                let n = read.unwrap_or_default();
+                read::count_read(&exec.limits, n);
+                if n == 0 {
+                    return;
                 }
-                match dispatch(&mut buf, &mut decoder, id, exec, flags) {
-                    Dispatch::Sent { last } => closing = last,
-                    Dispatch::Answered(bytes) => {
+                match exec.decode(&mut buf, &mut decoder, id, flags) {
+                    Decoded::Batch { cmds, protocol_error } => {
+                        closing = protocol_error.is_some();
+                        if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
+                            return;
+                        }
+                    }
+                    Decoded::Answered(bytes) => {
                         if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                             return;
                         }
                     }
-                    Dispatch::Nothing => {}
-                    Dispatch::Close => return,
+                    Decoded::Nothing => {}
+                    Decoded::Close => return,
                 }
             }
         }
+    }
+}
+
+/// One read into `buf` (only polled while there is a reader).
+async fn read_some<R: AsyncRead + Unpin>(reader: &mut Option<R>, buf: &mut BytesMut) -> std::io::Result<usize> {
+    match reader {
+        Some(r) => r.read_buf(buf).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -354,78 +381,4 @@ async fn send_stream<W: AsyncWrite + Unpin>(writer: &mut W, head: Vec<u8>, parts
         }
     }
     writer.flush().await.is_ok()
-}
-
-enum Dispatch {
-    /// `last`: the batch ends with a protocol error; the connection closes after it.
-    Sent {
-        last: bool,
-    },
-    Nothing,
-    Close,
-    /// A busy script holds the executor: the task answered the batch itself.
-    Answered(Vec<u8>),
-}
-
-/// Decodes every complete command in `buf` and sends them to the executor as one batch.
-fn dispatch(buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, exec: &ExecutorHandle, flags: &ConnFlags) -> Dispatch {
-    let limits = DecodeLimits {
-        max_bulk_len: exec.limits.proto_max_bulk_len.load(Ordering::Relaxed),
-        unauthenticated: !flags.authenticated.load(Ordering::Relaxed),
-    };
-    let mut cmds = Vec::new();
-    let mut protocol_error = None;
-    loop {
-        match decoder.decode(buf, &limits) {
-            Ok(Some(args)) => cmds.push(args),
-            Ok(None) => break,
-            Err(e) => {
-                log::verbose(&format!("Protocol error ({}) from client: id={id}", e.0));
-                protocol_error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    flags.qbuf.store(buf.len() as u64, Ordering::Relaxed);
-    flags.qbuf_cap.store(buf.capacity() as u64, Ordering::Relaxed);
-    flags.argv_partial.store(decoder.partial_argv_len() as u64, Ordering::Relaxed);
-    if protocol_error.is_none() && buf.len() as u64 > exec.limits.client_query_buffer_limit.load(Ordering::Relaxed) {
-        log::warning(&format!(
-            "Closing client that reached max query buffer length: id={id} (qbuf initial bytes: {:?})",
-            String::from_utf8_lossy(&buf[..buf.len().min(64)])
-        ));
-        return Dispatch::Close;
-    }
-    if cmds.is_empty() && protocol_error.is_none() {
-        return Dispatch::Nothing;
-    }
-    // While a script is busy the executor cannot answer; the task does, if this connection
-    // has nothing in flight (its replies would otherwise overtake earlier ones).
-    let replica = flags.replica.load(Ordering::Acquire);
-    if !replica && protocol_error.is_none() && exec.script_watch.is_busy() && flags.inflight.load(Ordering::Acquire) == 0 {
-        if let Some(bytes) = busy_answers(&exec.script_watch, &cmds, flags) {
-            return Dispatch::Answered(bytes);
-        }
-    }
-    // While the log loads, the executor is busy replaying it: the task answers, as Redis
-    // answers every command during loading.
-    if !replica && protocol_error.is_none() && exec.limits.loading.load(Ordering::Acquire) && flags.inflight.load(Ordering::Acquire) == 0 {
-        let mut bytes = Vec::new();
-        for cmd in &cmds {
-            if cmd.first().is_some_and(|c| c.eq_ignore_ascii_case(b"info")) {
-                let text = exec.limits.loading_info();
-                bytes.extend_from_slice(format!("${}\r\n{text}\r\n", text.len()).as_bytes());
-            } else {
-                bytes.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
-            }
-        }
-        return Dispatch::Answered(bytes);
-    }
-    let last = protocol_error.is_some();
-    // Counted before sending, so the executor's decrement can never come first.
-    flags.inflight.fetch_add(1, Ordering::AcqRel);
-    if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {
-        return Dispatch::Close;
-    }
-    Dispatch::Sent { last }
 }

@@ -5,6 +5,7 @@
 //! this module and not on each other.
 
 mod busy;
+pub mod read;
 
 pub use busy::{busy_answers, busy_answers_outside_multi};
 
@@ -140,6 +141,9 @@ pub enum Request {
         flags: Arc<ConnFlags>,
         /// A duplicate of the socket for direct reply writes (`None`: always through `tx`).
         sock: Option<std::net::TcpStream>,
+        /// The socket's read side when the executor thread reads the connection itself
+        /// (`ExecutorHandle::inline_reads`); `None`: the task reads and sends `Commands`.
+        reader: Option<tokio::net::tcp::OwnedReadHalf>,
     },
     /// Every complete command read in one go, plus the protocol error that ended the read, if
     /// any (answered after the commands, then the connection closes, as Redis does).
@@ -224,6 +228,11 @@ pub struct ExecutorHandle {
     pub limits: Arc<SharedLimits>,
     /// The running script's state: connection tasks answer BUSY and SCRIPT KILL from it.
     pub script_watch: Arc<crate::scripting::ScriptWatch>,
+    /// The connections' runtime runs on the executor thread (`io-threads 1`): a plain
+    /// connection hands its read side to the executor, which reads it in the same turn of
+    /// the runtime's poll that found it ready (`executor/readers.rs`), instead of a task
+    /// reading and waking the executor, which costs the runtime two more polls per batch.
+    pub inline_reads: bool,
 }
 
 /// Unsent reply bytes past which a client's pipeline waits for its output to drain, and

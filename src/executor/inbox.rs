@@ -10,23 +10,23 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::conn::{busy_answers, Request, RequestRx, MAX_INFLIGHT};
+use super::readers::{Readers, Reads};
+use crate::conn::{busy_answers, Request, RequestRx, SharedLimits, MAX_INFLIGHT};
 use crate::scripting::ScriptWatch;
 use crate::state::{ClientId, ClientOutput, ConnFlags};
 
 /// Where a client's replies go without the executor: its task's channel and flags.
 type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
-
-/// At most this many extra network polls gather one batch.
-const GATHER_ROUNDS: usize = 4;
 
 /// The timer set to `deadline`, reusing the registered one when it already ends within a
 /// millisecond of it (the timer's resolution). A new registration while the runtime's driver
@@ -69,6 +69,10 @@ pub struct Inbox {
     /// The wait's timer, kept registered from one wait to the next (see `next`).
     timer: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
     kept: RefCell<VecDeque<Request>>,
+    /// Requests read from the connections the executor reads itself, not yet taken.
+    fresh: RefCell<VecDeque<Request>>,
+    readers: RefCell<Readers>,
+    limits: Arc<SharedLimits>,
     /// How to answer each connected client without the executor's client table.
     outputs: RefCell<HashMap<ClientId, Output>>,
     watch: Arc<ScriptWatch>,
@@ -78,60 +82,28 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(rx: RequestRx, waiter: Waiter, watch: Arc<ScriptWatch>) -> Inbox {
+    pub fn new(rx: RequestRx, waiter: Waiter, watch: Arc<ScriptWatch>, limits: Arc<SharedLimits>) -> Inbox {
         Inbox {
             rx: RefCell::new(rx),
             waiter,
             timer: RefCell::new(None),
             kept: RefCell::new(VecDeque::new()),
+            fresh: RefCell::new(VecDeque::new()),
+            readers: RefCell::new(Readers::default()),
+            limits,
             outputs: RefCell::new(HashMap::new()),
             watch,
             held: std::cell::Cell::new(None),
         }
     }
 
-    /// The next request: kept ones first, then the channel's, waiting at most `wait` (and
+    /// The next request: kept ones first, then new ones, waiting at most `wait` (and
     /// running the connections meanwhile when the executor drives them).
     pub fn next(&self, wait: Duration) -> Result<Request, RecvTimeoutError> {
         if let Some(req) = self.kept.borrow_mut().pop_front() {
             return Ok(req);
         }
-        let mut rx = self.rx.borrow_mut();
-        let mut timer = self.timer.borrow_mut();
-        let network = self.waiter.network;
-        self.waiter.runtime.block_on(async {
-            let req = match rx.try_recv() {
-                Ok(req) => req,
-                Err(_) => {
-                    let sleep = arm(&mut timer, tokio::time::Instant::now() + wait);
-                    tokio::select! {
-                        biased;
-                        req = rx.recv() => match req {
-                            Some(req) => req,
-                            None => return Err(RecvTimeoutError::Disconnected),
-                        },
-                        _ = sleep => return Err(RecvTimeoutError::Timeout),
-                    }
-                }
-            };
-            if network {
-                // The runtime polled the sockets once more before handing us the request;
-                // the connections it woke then read before the batch starts, and again while
-                // a round brings new requests, so one batch holds every ready client (as one
-                // epoll_wait per event-loop turn gives Redis) instead of two half batches
-                // taking turns.
-                let mut seen = rx.len();
-                for _ in 0..GATHER_ROUNDS {
-                    tokio::task::yield_now().await;
-                    let now = rx.len();
-                    if now == seen {
-                        break;
-                    }
-                    seen = now;
-                }
-            }
-            Ok(req)
-        })
+        self.wait_new(wait)
     }
 
     /// The next request of client `id` only (a SYNC debugging session holds the server for
@@ -148,20 +120,85 @@ impl Inbox {
         }
         let deadline = std::time::Instant::now() + wait;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let mut rx = self.rx.borrow_mut();
-            let req = self.waiter.runtime.block_on(async {
-                match tokio::time::timeout(left, rx.recv()).await {
-                    Ok(Some(req)) => Ok(req),
-                    Ok(None) => Err(RecvTimeoutError::Disconnected),
-                    Err(_) => Err(RecvTimeoutError::Timeout),
-                }
-            })?;
-            drop(rx);
+            let req = self.wait_new(deadline.saturating_duration_since(std::time::Instant::now()))?;
             if mine(&req) {
                 return Ok(req);
             }
             self.kept.borrow_mut().push_back(req);
+        }
+    }
+
+    /// The next request not yet seen: one read from the connections the executor reads, or
+    /// from the channel, waiting at most `wait`. One wake-up of the runtime reads every
+    /// connection it found ready, so a batch holds every ready client, as one
+    /// `epoll_wait` per event-loop turn gives Redis.
+    fn wait_new(&self, wait: Duration) -> Result<Request, RecvTimeoutError> {
+        if let Some(req) = self.take_new() {
+            return Ok(req);
+        }
+        let mut rx = self.rx.borrow_mut();
+        let mut timer = self.timer.borrow_mut();
+        let deadline = tokio::time::Instant::now() + wait;
+        self.waiter.runtime.block_on(std::future::poll_fn(|cx| {
+            self.readers.borrow().register_wait(cx.waker());
+            loop {
+                if let Some(req) = self.fresh.borrow_mut().pop_front() {
+                    return Poll::Ready(Ok(req));
+                }
+                match rx.poll_recv(cx) {
+                    Poll::Ready(Some(req)) => return Poll::Ready(Ok(self.intercept(req))),
+                    Poll::Ready(None) => return Poll::Ready(Err(RecvTimeoutError::Disconnected)),
+                    Poll::Pending => {}
+                }
+                if self.readers.borrow().any_ready() {
+                    self.read_now();
+                    if !self.fresh.borrow().is_empty() {
+                        continue;
+                    }
+                }
+                if arm(&mut timer, deadline).poll(cx).is_ready() {
+                    return Poll::Ready(Err(RecvTimeoutError::Timeout));
+                }
+                return Poll::Pending;
+            }
+        }))
+    }
+
+    /// A request already there: read from the connections, or in the channel.
+    fn take_new(&self) -> Option<Request> {
+        if self.fresh.borrow().is_empty() && self.readers.borrow().any_ready() {
+            self.read_now();
+        }
+        if let Some(req) = self.fresh.borrow_mut().pop_front() {
+            return Some(req);
+        }
+        let req = self.rx.borrow_mut().try_recv().ok()?;
+        Some(self.intercept(req))
+    }
+
+    /// A new connection whose read side comes with it is read here from now on.
+    fn intercept(&self, mut req: Request) -> Request {
+        if let Request::Connect { id, tx, flags, reader, .. } = &mut req {
+            if let Some(half) = reader.take() {
+                self.connected(*id, tx.clone(), flags.clone());
+                self.readers.borrow_mut().add(*id, half, flags.clone());
+            }
+        }
+        req
+    }
+
+    /// Reads the connections marked ready: their batches join `fresh`; what a connection
+    /// answers by itself (a busy script, a load) goes to its task.
+    fn read_now(&self) {
+        let mut reads = Reads::default();
+        self.readers.borrow_mut().read(&self.limits, &self.watch, &mut reads);
+        self.fresh.borrow_mut().extend(reads.requests);
+        let outputs = self.outputs.borrow();
+        for (id, bytes) in reads.answers {
+            if let Some((tx, flags)) = outputs.get(&id) {
+                flags.task_pending.fetch_add(bytes.len() as u64, Ordering::AcqRel);
+                let _ = tx.send(ClientOutput::Replies(bytes));
+            }
         }
     }
 
@@ -178,14 +215,18 @@ impl Inbox {
     /// Whether a request is waiting, after letting the connections read what the sockets hold.
     pub fn poll_ready(&self) -> bool {
         self.drive_network();
-        !self.kept.borrow().is_empty() || !self.rx.borrow().is_empty()
+        !self.kept.borrow().is_empty() || !self.fresh.borrow().is_empty() || !self.rx.borrow().is_empty()
     }
 
     pub fn try_next(&self) -> Option<Request> {
         if let Some(req) = self.kept.borrow_mut().pop_front() {
             return Some(req);
         }
-        self.rx.borrow_mut().try_recv().ok()
+        if let Some(req) = self.fresh.borrow_mut().pop_front() {
+            return Some(req);
+        }
+        let req = self.rx.borrow_mut().try_recv().ok()?;
+        Some(self.intercept(req))
     }
 
     /// Lets the connections run once (reads, accepts, BUSY and LOADING answers) while the
@@ -197,6 +238,7 @@ impl Inbox {
                 tokio::task::yield_now().await;
                 tokio::task::yield_now().await;
             });
+            self.read_now();
         }
     }
 
@@ -206,13 +248,21 @@ impl Inbox {
 
     pub fn disconnected(&self, id: ClientId) {
         self.outputs.borrow_mut().remove(&id);
+        self.readers.borrow_mut().remove(id);
     }
 
     /// Answers what can be answered while a script is busy; keeps the rest.
     pub fn pump(&self) {
         self.drive_network();
         loop {
-            let Ok(req) = self.rx.borrow_mut().try_recv() else { break };
+            let next = self.fresh.borrow_mut().pop_front();
+            let req = match next {
+                Some(req) => req,
+                None => match self.rx.borrow_mut().try_recv() {
+                    Ok(req) => self.intercept(req),
+                    Err(_) => break,
+                },
+            };
             // A client that connected during the script can be answered before the executor
             // has seen its connection.
             if let Request::Connect { id, tx, flags, .. } = &req {

@@ -24,6 +24,7 @@ mod load;
 mod log_life;
 mod persist;
 mod rdb_save;
+mod readers;
 mod replicate;
 mod replies;
 mod rollback;
@@ -176,6 +177,7 @@ impl Executor {
         network: Option<tokio::runtime::Runtime>,
     ) -> std::io::Result<(ExecutorHandle, std::thread::JoinHandle<()>)> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let inline_reads = network.is_some();
         // The executor is built on its own thread: the Lua state may not cross threads.
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let wake_tx = tx.clone();
@@ -192,11 +194,11 @@ impl Executor {
             }
         })?;
         let (limits, script_watch) = ready_rx.recv().map_err(|_| std::io::Error::other("the executor did not start"))?;
-        Ok((ExecutorHandle { tx, limits, script_watch }, join))
+        Ok((ExecutorHandle { tx, limits, script_watch, inline_reads }, join))
     }
 
     fn run(mut self, rx: RequestRx, waiter: inbox::Waiter) {
-        let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, waiter, self.server.script_watch.clone()));
+        let inbox = std::rc::Rc::new(inbox::Inbox::new(rx, waiter, self.server.script_watch.clone(), self.server.limits.clone()));
         self.inbox = Some(inbox.clone());
         let pump = inbox.clone();
         self.busy_pump = Some(std::rc::Rc::new(move || pump.pump()));
@@ -264,6 +266,7 @@ impl Executor {
             tx,
             flags: Arc::new(ConnFlags::default()),
             sock: None,
+            reader: None,
         });
         rx
     }
@@ -272,7 +275,7 @@ impl Executor {
     pub fn handle(&mut self, req: Request) {
         self.clock_mark = None;
         match req {
-            Request::Connect { id, addr, laddr, tx, flags, sock } => {
+            Request::Connect { id, addr, laddr, tx, flags, sock, .. } => {
                 let authed = self.server.acl.default_needs_no_auth();
                 self.server.stats.total_connections_received += 1;
                 if let Some(inbox) = &self.inbox {
