@@ -261,7 +261,7 @@ async fn client<R, W>(
         run_connection(reader, writer, id, &exec, &mut rx, &flags).await;
     }
     let _ = exec.tx.send(Request::Disconnect { id });
-    limits.connected.fetch_sub(1, Ordering::Relaxed);
+    flags.release_slot(&limits);
 }
 
 /// An IPv4 loopback address seen through an IPv6 socket (`::ffff:127.0.0.1`).

@@ -129,6 +129,18 @@ pub struct ConnFlags {
     /// The client is inside MULTI: while a script is busy, a command it sends must doom
     /// the transaction, which only the executor can do (see `busy_answers`).
     pub in_multi: AtomicBool,
+    /// The connection no longer counts toward `maxclients` (`release_slot`).
+    pub released: AtomicBool,
+}
+
+impl ConnFlags {
+    /// Stops counting the connection toward `maxclients`, once: when its peer is gone (read
+    /// by the executor or the task) or when its task ends, whichever comes first.
+    pub fn release_slot(&self, limits: &SharedLimits) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            limits.connected.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A message from a connection task (or a signal handler) to the executor.

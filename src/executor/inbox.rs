@@ -131,16 +131,23 @@ impl Inbox {
     /// The next request not yet seen: one read from the connections the executor reads, or
     /// from the channel, waiting at most `wait`. One wake-up of the runtime reads every
     /// connection it found ready, so a batch holds every ready client, as one
-    /// `epoll_wait` per event-loop turn gives Redis.
+    /// `epoll_wait` per event-loop turn gives Redis. The runtime runs at least once per
+    /// call: its socket poll is what marks the other connections ready, and its tasks write
+    /// what the executor handed them (replicas' streams among them), so a request already
+    /// waiting (a client paused at the in-flight limit, the channel) must not skip it.
     fn wait_new(&self, wait: Duration) -> Result<Request, RecvTimeoutError> {
-        if let Some(req) = self.take_new() {
-            return Ok(req);
-        }
         let mut rx = self.rx.borrow_mut();
         let mut timer = self.timer.borrow_mut();
         let deadline = tokio::time::Instant::now() + wait;
+        let mut first = true;
         self.waiter.runtime.block_on(std::future::poll_fn(|cx| {
             self.readers.borrow().register_wait(cx.waker());
+            if std::mem::take(&mut first) && (!self.fresh.borrow().is_empty() || !rx.is_empty() || self.readers.borrow().any_ready()) {
+                // Ready at once: let the runtime poll the sockets and run its tasks first
+                // (a zero-timeout poll), then take it.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             loop {
                 if let Some(req) = self.fresh.borrow_mut().pop_front() {
                     return Poll::Ready(Ok(req));
@@ -164,16 +171,15 @@ impl Inbox {
         }))
     }
 
-    /// A request already there: read from the connections, or in the channel.
-    fn take_new(&self) -> Option<Request> {
-        if self.fresh.borrow().is_empty() && self.readers.borrow().any_ready() {
-            self.read_now();
+    /// Moves everything in the channel behind the kept requests, taking over the read side
+    /// of new connections: a long load calls it, so that a connection accepted just before
+    /// the load began is read (and answered LOADING) during it.
+    pub fn absorb_channel(&self) {
+        loop {
+            let Ok(req) = self.rx.borrow_mut().try_recv() else { break };
+            let req = self.intercept(req);
+            self.kept.borrow_mut().push_back(req);
         }
-        if let Some(req) = self.fresh.borrow_mut().pop_front() {
-            return Some(req);
-        }
-        let req = self.rx.borrow_mut().try_recv().ok()?;
-        Some(self.intercept(req))
     }
 
     /// A new connection whose read side comes with it is read here from now on.
@@ -359,6 +365,7 @@ impl LoadPump {
         self.calls = self.calls.wrapping_add(1);
         if (slow || self.calls.is_multiple_of(256)) && self.last.elapsed() >= Duration::from_millis(10) {
             inbox.drive_network();
+            inbox.absorb_channel();
             self.last = std::time::Instant::now();
         }
     }

@@ -151,14 +151,22 @@ impl Readers {
             read::make_room(&mut r.buf);
             let mut cx = Context::from_waker(&r.waker);
             // A pending read registers the connection's waker and keeps no state: the
-            // future can be dropped.
-            let n = match std::pin::pin!(r.half.read_buf(&mut r.buf)).poll(&mut cx) {
+            // future can be dropped. Unconstrained by tokio's cooperative budget: past 128
+            // reads in one poll it answers Pending with a deferred wake-up, which is lost
+            // when the `block_on` that made it returns (the deferred list lives in its
+            // context), and the connection would never be read again. The in-flight limit
+            // bounds what one connection gets per turn instead.
+            let read = tokio::task::unconstrained(r.half.read_buf(&mut r.buf));
+            let n = match std::pin::pin!(read).poll(&mut cx) {
                 Poll::Pending => return,
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(_)) => 0,
             };
             read::count_read(limits, n);
             if n == 0 {
+                // The peer is gone: it stops counting toward maxclients now, not when the
+                // executor (maybe held by a script) gets to its disconnection.
+                r.flags.release_slot(limits);
                 self.conns.remove(&id);
                 out.requests.push(Request::Disconnect { id });
                 return;
@@ -176,6 +184,7 @@ impl Readers {
                 Decoded::Answered(bytes) => out.answers.push((id, bytes)),
                 Decoded::Nothing => {}
                 Decoded::Close => {
+                    r.flags.release_slot(limits);
                     self.conns.remove(&id);
                     out.requests.push(Request::Disconnect { id });
                     return;
