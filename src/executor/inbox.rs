@@ -171,14 +171,20 @@ impl Inbox {
         }))
     }
 
-    /// Moves everything in the channel behind the kept requests, taking over the read side
-    /// of new connections: a long load calls it, so that a connection accepted just before
-    /// the load began is read (and answered LOADING) during it.
+    /// Takes everything in the channel, taking over the read side of new connections: a
+    /// long load calls it, so that a connection accepted just before the load began is read
+    /// (and answered LOADING) during it. A `Connect` is kept, so it comes before anything
+    /// read from its connection; the rest joins the new requests, taken a batch per turn
+    /// of the runtime as they would have been from the channel (kept ones skip the runtime).
     pub fn absorb_channel(&self) {
         loop {
             let Ok(req) = self.rx.borrow_mut().try_recv() else { break };
             let req = self.intercept(req);
-            self.kept.borrow_mut().push_back(req);
+            if matches!(req, Request::Connect { .. }) {
+                self.kept.borrow_mut().push_back(req);
+            } else {
+                self.fresh.borrow_mut().push_back(req);
+            }
         }
     }
 
