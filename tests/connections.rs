@@ -100,3 +100,86 @@ fn a_client_that_leaves_during_a_busy_script_frees_its_slot() {
     assert!(reply.contains("Script killed by user"), "{reply}");
     assert_eq!(killer.call(&[b"PING"]), b"+PONG\r\n");
 }
+
+/// One client's share of the random workload: pipelines of INCR and APPEND cut at random
+/// byte boundaries, written in pieces with pauses; every reply is checked in order. Some
+/// clients leave in the middle of a pipeline. Returns (key, expected counter) for a client
+/// that stayed.
+fn random_client(port: u16, seed: u64) -> Option<(String, i64)> {
+    use std::io::{Read, Write};
+    let mut rng = common::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    sock.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let key = format!("c:{seed}");
+    let mut count = 0i64;
+    let leaves = rng.below(4) == 0;
+    for round in 0..rng.below(30) + 10 {
+        let n = rng.below(40) + 1;
+        let mut bytes = Vec::new();
+        let mut expected = Vec::new();
+        for _ in 0..n {
+            if rng.below(3) == 0 {
+                let len = rng.below(20_000) as usize;
+                let value = vec![b'x'; len];
+                bytes.extend_from_slice(
+                    format!("*3\r\n$6\r\nAPPEND\r\n${}\r\na:{seed}\r\n${len}\r\n", format!("a:{seed}").len()).as_bytes(),
+                );
+                bytes.extend_from_slice(&value);
+                bytes.extend_from_slice(b"\r\n");
+                expected.push(None);
+            } else {
+                bytes.extend_from_slice(format!("*2\r\n$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len()).as_bytes());
+                count += 1;
+                expected.push(Some(format!(":{count}\r\n")));
+            }
+        }
+        // Written in up to 8 pieces cut anywhere, with pauses between some.
+        let mut at = 0;
+        while at < bytes.len() {
+            let piece = (rng.below(bytes.len() as u64 / 4 + 1) as usize + 1).min(bytes.len() - at);
+            sock.write_all(&bytes[at..at + piece]).expect("write");
+            at += piece;
+            if leaves && round == 3 && at > bytes.len() / 2 {
+                return None;
+            }
+            if rng.below(4) == 0 {
+                std::thread::sleep(Duration::from_millis(rng.below(3)));
+            }
+        }
+        // Every reply, in order.
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut lines = 0;
+        while lines < expected.len() {
+            let k = sock.read(&mut buf).expect("read");
+            assert!(k > 0, "client {seed}: connection closed");
+            got.extend_from_slice(&buf[..k]);
+            lines = got.iter().filter(|&&b| b == b'\n').count();
+        }
+        let text = String::from_utf8_lossy(&got).into_owned();
+        let replies: Vec<&str> = text.split_inclusive("\r\n").collect();
+        assert_eq!(replies.len(), expected.len(), "client {seed}: {text:?}");
+        for (reply, want) in replies.iter().zip(&expected) {
+            match want {
+                Some(w) => assert_eq!(reply, w, "client {seed} round {round}"),
+                None => assert!(reply.starts_with(':'), "client {seed}: APPEND answered {reply:?}"),
+            }
+        }
+    }
+    Some((key, count))
+}
+
+#[test]
+fn random_pipelines_from_many_clients_are_answered_in_order() {
+    let server = Server::start(&[]);
+    let port = server.port;
+    let threads: Vec<_> = (1..=40u64).map(|seed| std::thread::spawn(move || random_client(port, seed))).collect();
+    let mut c = server.client();
+    for t in threads {
+        if let Some((key, count)) = t.join().expect("client thread") {
+            let got: i64 = redis::cmd("GET").arg(&key).query(&mut c).expect("GET");
+            assert_eq!(got, count, "{key}");
+        }
+    }
+    wait_alone(&mut c);
+}
