@@ -23,7 +23,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::readers::{Readers, Reads};
 use crate::conn::{busy_answers, Request, RequestRx, SharedLimits, MAX_INFLIGHT};
 use crate::scripting::ScriptWatch;
-use crate::state::{ClientId, ClientOutput, ConnFlags};
+use crate::state::{ClientId, ClientOutput, ConnFlags, IdHasher};
 
 /// Where a client's replies go without the executor: its task's channel and flags.
 type Output = (UnboundedSender<ClientOutput>, Arc<ConnFlags>);
@@ -74,7 +74,7 @@ pub struct Inbox {
     readers: RefCell<Readers>,
     limits: Arc<SharedLimits>,
     /// How to answer each connected client without the executor's client table.
-    outputs: RefCell<HashMap<ClientId, Output>>,
+    outputs: RefCell<HashMap<ClientId, Output, std::hash::BuildHasherDefault<IdHasher>>>,
     watch: Arc<ScriptWatch>,
     /// The client of a debugging session: its commands are the session's, never answered
     /// by the busy pump.
@@ -91,7 +91,7 @@ impl Inbox {
             fresh: RefCell::new(VecDeque::new()),
             readers: RefCell::new(Readers::default()),
             limits,
-            outputs: RefCell::new(HashMap::new()),
+            outputs: RefCell::new(HashMap::default()),
             watch,
             held: std::cell::Cell::new(None),
         }

@@ -22,7 +22,7 @@ use crate::conn::read::{self, Decoded};
 use crate::conn::{Request, SharedLimits, MAX_INFLIGHT};
 use crate::protocol::RequestDecoder;
 use crate::scripting::ScriptWatch;
-use crate::state::{ClientId, ConnFlags};
+use crate::state::{ClientId, ConnFlags, IdHasher};
 
 /// The connections whose wakers fired, and the executor's wait to wake.
 #[derive(Default)]
@@ -73,7 +73,7 @@ pub struct Reads {
 
 #[derive(Default)]
 pub struct Readers {
-    conns: HashMap<ClientId, Reader>,
+    conns: HashMap<ClientId, Reader, std::hash::BuildHasherDefault<IdHasher>>,
     ready: Arc<ReadyList>,
     /// Connections at the in-flight limit: read again once the executor answers.
     paused: Vec<ClientId>,
