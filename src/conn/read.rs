@@ -49,7 +49,14 @@ pub fn decode(
     let mut protocol_error = None;
     loop {
         match decoder.decode(buf, &decode_limits) {
-            Ok(Some(args)) => cmds.push(args),
+            Ok(Some(args)) => {
+                if cmds.capacity() == 0 {
+                    // Sized at once: one command when the read ends with it (the usual
+                    // request without pipelining), else room for a pipeline's first few.
+                    cmds = Vec::with_capacity(if buf.is_empty() { 1 } else { 16 });
+                }
+                cmds.push(args);
+            }
             Ok(None) => break,
             Err(e) => {
                 log::verbose(&format!("Protocol error ({}) from client: id={id}", e.0));

@@ -202,11 +202,13 @@ impl Inbox {
     /// Reads the connections marked ready: their batches join `fresh`; what a connection
     /// answers by itself (a busy script, a load) goes to its task.
     fn read_now(&self) {
-        let mut reads = Reads::default();
+        let mut fresh = self.fresh.borrow_mut();
+        let mut reads = Reads { requests: &mut fresh, answers: Vec::new() };
         self.readers.borrow_mut().read(&self.limits, &self.watch, &mut reads);
-        self.fresh.borrow_mut().extend(reads.requests);
+        let answers = reads.answers;
+        drop(fresh);
         let outputs = self.outputs.borrow();
-        for (id, bytes) in reads.answers {
+        for (id, bytes) in answers {
             if let Some((tx, flags)) = outputs.get(&id) {
                 flags.task_pending.fetch_add(bytes.len() as u64, Ordering::AcqRel);
                 let _ = tx.send(ClientOutput::Replies(bytes));

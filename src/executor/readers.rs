@@ -62,11 +62,10 @@ struct Reader {
     waker: Waker,
 }
 
-/// What reading the ready connections gave.
-#[derive(Default)]
-pub struct Reads {
-    /// Batches and disconnections, in the order they were read.
-    pub requests: Vec<Request>,
+/// Where reading the ready connections puts what it gave.
+pub struct Reads<'a> {
+    /// Batches and disconnections, in the order they were read (the inbox's new requests).
+    pub requests: &'a mut std::collections::VecDeque<Request>,
     /// Answers given without the executor (busy script, loading), for the client's task.
     pub answers: Vec<(ClientId, Vec<u8>)>,
 }
@@ -118,7 +117,7 @@ impl Readers {
 
     /// Reads every connection marked ready (and every paused one the executor has since
     /// answered) until its socket has nothing more.
-    pub fn read(&mut self, limits: &SharedLimits, watch: &ScriptWatch, out: &mut Reads) {
+    pub fn read(&mut self, limits: &SharedLimits, watch: &ScriptWatch, out: &mut Reads<'_>) {
         let mut ids = match self.ready.ids.lock() {
             Ok(mut ids) => std::mem::take(&mut *ids),
             Err(_) => return,
@@ -139,7 +138,7 @@ impl Readers {
         }
     }
 
-    fn read_one(&mut self, id: ClientId, limits: &SharedLimits, watch: &ScriptWatch, out: &mut Reads) {
+    fn read_one(&mut self, id: ClientId, limits: &SharedLimits, watch: &ScriptWatch, out: &mut Reads<'_>) {
         let Some(r) = self.conns.get_mut(&id) else { return };
         loop {
             if r.flags.inflight.load(Ordering::Acquire) >= MAX_INFLIGHT {
@@ -168,13 +167,13 @@ impl Readers {
                 // executor (maybe held by a script) gets to its disconnection.
                 r.flags.release_slot(limits);
                 self.conns.remove(&id);
-                out.requests.push(Request::Disconnect { id });
+                out.requests.push_back(Request::Disconnect { id });
                 return;
             }
             match read::decode(&mut r.buf, &mut r.decoder, id, limits, watch, &r.flags) {
                 Decoded::Batch { cmds, protocol_error } => {
                     let last = protocol_error.is_some();
-                    out.requests.push(Request::Commands { id, cmds, protocol_error });
+                    out.requests.push_back(Request::Commands { id, cmds, protocol_error });
                     if last {
                         // The batch ends the connection: nothing more is read.
                         self.conns.remove(&id);
@@ -186,7 +185,7 @@ impl Readers {
                 Decoded::Close => {
                     r.flags.release_slot(limits);
                     self.conns.remove(&id);
-                    out.requests.push(Request::Disconnect { id });
+                    out.requests.push_back(Request::Disconnect { id });
                     return;
                 }
             }
