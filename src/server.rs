@@ -335,7 +335,7 @@ async fn run_connection<R, W>(
                 if n == 0 {
                     return;
                 }
-                match exec.decode(&mut buf, &mut decoder, id, flags) {
+                match read::decode(&mut buf, &mut decoder, id, &exec.limits, &exec.script_watch, flags) {
                     Decoded::Batch { cmds, protocol_error } => {
                         closing = protocol_error.is_some();
                         if exec.tx.send(Request::Commands { id, cmds, protocol_error }).is_err() {

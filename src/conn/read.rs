@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{busy_answers, ConnFlags, ExecutorHandle, SharedLimits};
+use super::{busy_answers, ConnFlags, SharedLimits};
 use crate::log;
 use crate::protocol::{DecodeLimits, RequestDecoder};
 use crate::scripting::ScriptWatch;
@@ -113,12 +113,5 @@ pub fn make_room(buf: &mut BytesMut) {
         *buf = BytesMut::with_capacity(16 * 1024);
     } else if buf.capacity() - buf.len() < 4096 {
         buf.reserve(16 * 1024);
-    }
-}
-
-impl ExecutorHandle {
-    /// [`decode`] with this handle's limits and script watch.
-    pub fn decode(&self, buf: &mut BytesMut, decoder: &mut RequestDecoder, id: u64, flags: &ConnFlags) -> Decoded {
-        decode(buf, decoder, id, &self.limits, &self.script_watch, flags)
     }
 }

@@ -163,12 +163,7 @@ impl Readers {
             };
             read::count_read(limits, n);
             if n == 0 {
-                // The peer is gone: it stops counting toward maxclients now, not when the
-                // executor (maybe held by a script) gets to its disconnection.
-                r.flags.release_slot(limits);
-                self.conns.remove(&id);
-                out.requests.push_back(Request::Disconnect { id });
-                return;
+                return self.hang_up(id, limits, out);
             }
             match read::decode(&mut r.buf, &mut r.decoder, id, limits, watch, &r.flags) {
                 Decoded::Batch { cmds, protocol_error } => {
@@ -182,13 +177,18 @@ impl Readers {
                 }
                 Decoded::Answered(bytes) => out.answers.push((id, bytes)),
                 Decoded::Nothing => {}
-                Decoded::Close => {
-                    r.flags.release_slot(limits);
-                    self.conns.remove(&id);
-                    out.requests.push_back(Request::Disconnect { id });
-                    return;
-                }
+                Decoded::Close => return self.hang_up(id, limits, out),
             }
         }
+    }
+
+    /// Ends connection `id` from the reading side (end of stream, or the query-buffer
+    /// limit): it stops counting toward maxclients now, not when the executor (maybe held
+    /// by a script) gets to its disconnection.
+    fn hang_up(&mut self, id: ClientId, limits: &SharedLimits, out: &mut Reads<'_>) {
+        if let Some(r) = self.conns.remove(&id) {
+            r.flags.release_slot(limits);
+        }
+        out.requests.push_back(Request::Disconnect { id });
     }
 }
