@@ -45,3 +45,6 @@ scratch() {
   PIDS=()
   trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
 }
+
+# A process's CPU time so far (utime + stime from /proc/PID/stat), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

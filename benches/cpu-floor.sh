@@ -50,7 +50,6 @@ for s in "${SERVERS[@]}"; do eval "p=\$PORT_$s"; ready "$p" || true; done
 sleep 0.3
 
 hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 declare -A best_us=() best_rps=()
 for _ in $(seq "$ROUNDS"); do
   for s in "${SERVERS[@]}"; do

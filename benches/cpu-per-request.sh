@@ -43,7 +43,6 @@ start() {
   eval "PORT_$name=$p PID_$name=$!"
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 SHA=
 # One run: prints "requests/s us-of-server-CPU-per-request".
