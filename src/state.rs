@@ -153,6 +153,10 @@ pub struct ServerState {
     pub shutdown: Option<ShutdownRequest>,
     /// Replication state (either role).
     pub repl: crate::replication::ReplState,
+    /// Cluster mode (`cluster-enabled yes`): the cluster as this node sees it.
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
+    /// CLUSTER SAVECONFIG ran: the executor answers with the outcome of the write.
+    pub cluster_save_reply: bool,
     /// The log's figures for INFO (None: `appendonly no`).
     pub aof_info: Option<crate::aof::AofInfo>,
     /// Clients to disconnect after this batch (CLIENT KILL).
@@ -323,6 +327,8 @@ impl ServerState {
             executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             shutdown: None,
             repl: crate::replication::ReplState::default(),
+            cluster: None,
+            cluster_save_reply: false,
             aof_info: None,
             kill_list: Vec::new(),
             unblock_list: Vec::new(),

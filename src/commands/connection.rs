@@ -45,7 +45,11 @@ pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SELECT index
 /// ```
 pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    ctx.client.db = super::keys::db_index(ctx, &args[1])?;
+    let db = super::keys::db_index(ctx, &args[1])?;
+    if ctx.server.cluster.is_some() && db != 0 {
+        return Err(CmdError::other("ERR SELECT is not allowed in cluster mode"));
+    }
+    ctx.client.db = db;
     Ok(Reply::OK)
 }
 

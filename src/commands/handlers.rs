@@ -347,37 +347,37 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     diagnostics::latency_histogram, // 326
     diagnostics::latency_help, // 327
     unknown_subcommand, // 328
-    cluster::disabled, // 329
-    cluster::disabled, // 330
-    cluster::disabled, // 331
-    cluster::disabled, // 332
-    cluster::disabled, // 333
-    cluster::disabled, // 334
-    cluster::disabled, // 335
-    cluster::disabled, // 336
-    cluster::disabled, // 337
-    cluster::disabled, // 338
-    cluster::disabled, // 339
-    cluster::disabled, // 340
-    cluster::disabled, // 341
-    cluster::disabled, // 342
-    cluster::disabled, // 343
-    cluster::disabled, // 344
-    cluster::disabled, // 345
-    cluster::disabled, // 346
-    cluster::disabled, // 347
-    cluster::disabled, // 348
-    cluster::disabled, // 349
-    cluster::disabled, // 350
-    cluster::disabled, // 351
-    cluster::disabled, // 352
-    cluster::disabled, // 353
-    cluster::disabled, // 354
-    cluster::disabled, // 355
+    cluster::cluster_addslots, // 329
+    cluster::cluster_addslotsrange, // 330
+    cluster::cluster_bumpepoch, // 331
+    cluster::cluster_count_failure_reports, // 332
+    cluster::cluster_countkeysinslot, // 333
+    cluster::cluster_delslots, // 334
+    cluster::cluster_delslotsrange, // 335
+    cluster::cluster_failover, // 336
+    cluster::cluster_flushslots, // 337
+    cluster::cluster_forget, // 338
+    cluster::cluster_getkeysinslot, // 339
+    cluster::cluster_help, // 340
+    cluster::cluster_info, // 341
+    cluster::cluster_keyslot, // 342
+    cluster::cluster_links, // 343
+    cluster::cluster_meet, // 344
+    cluster::cluster_myid, // 345
+    cluster::cluster_nodes, // 346
+    cluster::cluster_replicas, // 347
+    cluster::cluster_replicate, // 348
+    cluster::cluster_reset, // 349
+    cluster::cluster_saveconfig, // 350
+    cluster::cluster_set_config_epoch, // 351
+    cluster::cluster_setslot, // 352
+    cluster::cluster_shards, // 353
+    cluster::cluster_slaves, // 354
+    cluster::cluster_slots, // 355
     unknown_subcommand, // 356
-    cluster::disabled, // 357
-    cluster::disabled, // 358
-    cluster::disabled, // 359
+    cluster::readonly, // 357
+    cluster::readwrite, // 358
+    cluster::asking, // 359
     module::module_list, // 360
     module::module_load, // 361
     module::module_loadex, // 362

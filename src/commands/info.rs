@@ -241,7 +241,11 @@ fn info_section(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             );
         }
         "modules" => out.push_str("# Modules\r\n"),
-        "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+        "cluster" => out.push_str(if ctx.server.cluster.is_some() {
+            "# Cluster\r\ncluster_enabled:1\r\n"
+        } else {
+            "# Cluster\r\ncluster_enabled:0\r\n"
+        }),
         "latencystats" => {
             out.push_str("# Latencystats\r\n");
             let percentiles: Vec<(&str, f64)> =

@@ -380,6 +380,9 @@ pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// MOVE key db
 /// ```
 pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.server.cluster.is_some() {
+        return Err(CmdError::other("ERR MOVE is not allowed in cluster mode"));
+    }
     let (src, now) = (ctx.db(), ctx.now_ms);
     let dst = db_index(ctx, &args[2])?;
     if src == dst {
@@ -417,6 +420,9 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             return Err(CmdError::Syntax);
         }
         j += 1;
+    }
+    if ctx.server.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(CmdError::other("ERR Copying to another database is not allowed in cluster mode"));
     }
     let (src, dst) = (&args[1], &args[2]);
     if src_db == dst_db && src == dst {
@@ -480,6 +486,9 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// SWAPDB index1 index2
 /// ```
 pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if ctx.server.cluster.is_some() {
+        return Err(CmdError::other("ERR SWAPDB is not allowed in cluster mode"));
+    }
     let a = parse_i32(&args[1]).ok_or_else(|| CmdError::other("ERR invalid first DB index"))?;
     let b = parse_i32(&args[2]).ok_or_else(|| CmdError::other("ERR invalid second DB index"))?;
     let (a, b) = (a as usize, b as usize);

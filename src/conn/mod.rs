@@ -215,6 +215,28 @@ pub enum Request {
     ReplAckWanted {
         link: u64,
     },
+    /// A cluster bus connection is up (`node`: the node we connected to; none for one
+    /// accepted on the bus port); what the executor sends it goes through `tx`.
+    ClusterLinkUp {
+        link: u64,
+        node: Option<[u8; 40]>,
+        inbound: bool,
+        peer_ip: String,
+        local_ip: String,
+        tx: UnboundedSender<Vec<u8>>,
+    },
+    /// One whole bus message (its frame checked, not decoded).
+    ClusterMessage {
+        link: u64,
+        bytes: Vec<u8>,
+    },
+    ClusterLinkDown {
+        link: u64,
+    },
+    /// The connection the executor asked for to node `node` could not be made.
+    ClusterConnectFailed {
+        node: [u8; 40],
+    },
 }
 
 /// Where a replica's next PSYNC resumes (the link's question to the executor when a

@@ -21,6 +21,7 @@ impl Executor {
         self.anchor = crate::clock::Anchor::now();
         self.replication_cron();
         self.failover_progress();
+        self.cluster_cron();
         let used = self.ks.used_memory() as u64;
         self.server.memory_peak = self.server.memory_peak.max(used);
         let now_ms = crate::clock::now_ms();

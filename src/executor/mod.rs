@@ -16,6 +16,7 @@ mod after_command;
 mod blocking;
 mod busy;
 mod checks;
+mod cluster;
 mod cron;
 mod debug_session;
 mod flow;
@@ -115,6 +116,10 @@ pub struct Executor {
     memory_released_ms: i64,
     /// A large buffer was let go: the next cron forces the allocator's collection.
     purge_memory: bool,
+    /// Cluster mode's bus links (see `cluster.rs`).
+    cluster: cluster::ClusterSide,
+    /// CLUSTER SAVECONFIG's write, for its answer.
+    cluster_save_result: Option<Result<(), String>>,
 }
 
 /// Output held by a disconnected client past which its memory is handed back at once.
@@ -165,6 +170,8 @@ impl Executor {
             anchor: crate::clock::Anchor::now(),
             memory_released_ms: 0,
             purge_memory: false,
+            cluster: cluster::ClusterSide::default(),
+            cluster_save_result: None,
         }
     }
 
@@ -202,7 +209,7 @@ impl Executor {
         self.inbox = Some(inbox.clone());
         let pump = inbox.clone();
         self.busy_pump = Some(std::rc::Rc::new(move || pump.pump()));
-        if let Err(e) = self.load_at_start() {
+        if let Err(e) = self.start_cluster().and_then(|()| self.load_at_start()) {
             log::warning(&e);
             std::process::exit(1);
         }
@@ -332,6 +339,10 @@ impl Executor {
             | Request::ReplLinkDown { .. }
             | Request::ReplAckWanted { .. }) => self.link_message(req),
             Request::Signal { name } => self.signalled(name),
+            req @ (Request::ClusterLinkUp { .. }
+            | Request::ClusterMessage { .. }
+            | Request::ClusterLinkDown { .. }
+            | Request::ClusterConnectFailed { .. }) => self.cluster_event(req),
         }
     }
 
@@ -480,8 +491,11 @@ impl Executor {
     /// than a copy) or a command already resolved (EXEC's queue).
     fn execute_args(&mut self, client: &mut Client, args: Args<'_>, resolved: Option<&'static CommandSpec>) -> Reply {
         self.exec_depth += 1;
-        let reply = self.execute_checked(client, args, resolved);
+        let mut reply = self.execute_checked(client, args, resolved);
         self.exec_depth -= 1;
+        if self.server.cluster.is_some() {
+            reply = self.after_cluster_command(client, reply);
+        }
         if !self.server.unblock_list.is_empty() {
             self.unblock_now();
         }
@@ -545,6 +559,10 @@ impl Executor {
                 client.txn.multi_dirty = true;
             }
             return self.refuse(client, cmd, refusal);
+        }
+        // Keys this node does not serve: MOVED, ASK, CROSSSLOT... (cluster mode).
+        if let Some(redirect) = self.cluster_refusal(client, cmd, args) {
+            return redirect;
         }
         if client.in_subscribed_mode() && !cmd.is(Trait::Subscribed) {
             let why = format!(

@@ -94,6 +94,10 @@ pub(super) struct ScriptBridge<'a> {
     pub(super) private: Option<Box<super::debug_session::PrivateView>>,
     /// The last `redis.call` reached its command (else the script rules refused it).
     ran: bool,
+    /// Cluster mode: the slot the script's keys are in so far (its declared keys' first),
+    /// and whether it may use keys of other slots (`allow-cross-slot-keys`).
+    pub(super) cluster_slot: Option<u16>,
+    cross_slot_ok: bool,
 }
 
 impl<'a> ScriptBridge<'a> {
@@ -112,6 +116,8 @@ impl<'a> ScriptBridge<'a> {
             debugging,
             private: None,
             ran: false,
+            cluster_slot: None,
+            cross_slot_ok: call.flags.allow_cross_slot_keys,
         }
     }
 }
@@ -191,6 +197,7 @@ impl Executor {
         let busy = crate::scripting::Busy { started, threshold_ms: threshold, pump: self.busy_pump.clone() };
         let effects = self.recording() || self.keep_script_effects;
         let mut bridge = ScriptBridge::new(self, client, call, oom);
+        bridge.cluster_slot = args.get(3).filter(|_| call.numkeys > 0).map(|k| crate::cluster::slot::key_slot(k));
         bridge.effects = effects;
         // A function is always logged as its effects: a library keeps state between calls
         // (its upvalues) that calls the log does not hold (FCALL_RO, no-writes functions,
@@ -433,7 +440,7 @@ impl ScriptBridge<'_> {
         if !cmd.has(Flag::Stale) && !self.exec.loading() && self.exec.stale_replica() {
             return Some(Reply::error("ERR Can not execute the command on a stale replica"));
         }
-        None
+        self.exec.script_cluster_refusal(self.client, cmd, argv, &mut self.cluster_slot, self.cross_slot_ok)
     }
 
     /// Runs a command the script may run, and records what it did (effects, random-dirty).

@@ -78,6 +78,10 @@ pub struct Client {
     pub serving: Option<Bytes>,
     /// Inside EXEC (or, later, a script): blocking commands answer as if timed out.
     pub deny_blocking: bool,
+    /// READONLY: reads of a replica's master's slots are served here (cluster mode).
+    pub cluster_readonly: bool,
+    /// ASKING: the next command may touch a slot this node is importing.
+    pub asking: bool,
     /// Commands inside an EXEC that was already admitted under maxmemory (and, later,
     /// allow-oom scripts) are not refused one by one.
     pub deny_oom_exempt: bool,
@@ -299,6 +303,8 @@ impl Client {
             block_request: None,
             blocked: None,
             deny_blocking: false,
+            cluster_readonly: false,
+            asking: false,
             deny_oom_exempt: false,
             in_script: false,
             lua_debug: None,

@@ -201,7 +201,7 @@ impl Executor {
     /// id (the old one stays as the secondary id, so the old primary's other replicas can
     /// continue partially from here).
     /// `why`: the log's words for who asked (`user request from '...'`).
-    pub(super) fn promote(&mut self, why: &str) -> Reply {
+    pub(in crate::executor) fn promote(&mut self, why: &str) -> Reply {
         if self.server.repl.master.is_none() {
             return Reply::OK;
         }

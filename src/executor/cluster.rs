@@ -1,0 +1,411 @@
+//! Cluster mode in the executor: starting it (nodes.conf, the bus port), the bus's events,
+//! the cron, carrying out what the cluster state asks (`cluster::Action`, nodes.conf
+//! writes, keys of lost slots, a role change), and the redirection of commands whose keys
+//! this node does not serve (Redis's getNodeByQuery).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::Executor;
+use crate::cluster::bus;
+use crate::cluster::slot::key_slot;
+use crate::cluster::{self as cl, Action, Cluster, Name};
+use crate::commands::{CommandSpec, Flag, Trait};
+use crate::config::P;
+use crate::conn::Request;
+use crate::log;
+use crate::protocol::Reply;
+use crate::spec::keyspec;
+use crate::state::Client;
+
+/// The executor's side of the bus: each link's sender, and when the cluster cron last ran.
+#[derive(Default)]
+pub(super) struct ClusterSide {
+    links: HashMap<u64, UnboundedSender<Vec<u8>>>,
+    last_cron: Option<Instant>,
+}
+
+/// Why a command is not served here (getNodeByQuery's error codes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Redirect {
+    CrossSlot,
+    Unstable,
+    DownState,
+    DownRoState,
+    DownUnbound,
+    Moved(u16, String),
+    Ask(u16, String),
+}
+
+impl Redirect {
+    /// The client's error (clusterRedirectClient).
+    fn reply(&self) -> Reply {
+        Reply::Error(match self {
+            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+            Redirect::Unstable => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+            Redirect::DownState => "CLUSTERDOWN The cluster is down".into(),
+            Redirect::DownRoState => "CLUSTERDOWN The cluster is down and only accepts read commands".into(),
+            Redirect::DownUnbound => "CLUSTERDOWN Hash slot not served".into(),
+            Redirect::Moved(slot, addr) => format!("MOVED {slot} {addr}").into(),
+            Redirect::Ask(slot, addr) => format!("ASK {slot} {addr}").into(),
+        })
+    }
+
+    /// A script's error (scriptVerifyClusterState).
+    fn script_reply(&self) -> Reply {
+        Reply::error(match self {
+            Redirect::DownRoState => "ERR Script attempted to execute a write command while the cluster is down and readonly",
+            Redirect::DownState => "ERR Script attempted to execute a command while the cluster is down",
+            _ => "ERR Script attempted to access a non local key in a cluster node",
+        })
+    }
+}
+
+fn settings(config: &crate::config::Config) -> cl::Settings {
+    let port = config.get_int(P::Port).clamp(0, 65535) as u16;
+    let cport = match config.get_int(P::ClusterPort) {
+        0 => port.wrapping_add(10000),
+        p => p.clamp(0, 65535) as u16,
+    };
+    let announce_port = config.get_int(P::ClusterAnnouncePort).clamp(0, 65535) as u16;
+    let announce_bus = config.get_int(P::ClusterAnnounceBusPort).clamp(0, 65535) as u16;
+    cl::Settings {
+        node_timeout: config.get_int(P::ClusterNodeTimeout).max(1),
+        port: if announce_port != 0 { announce_port } else { port },
+        cport: if announce_bus != 0 { announce_bus } else { cport },
+        announce_ip: config.get(P::ClusterAnnounceIp).to_string(),
+        announce_hostname: config.get(P::ClusterAnnounceHostname).to_string(),
+        require_full_coverage: config.get(P::ClusterRequireFullCoverage) == "yes",
+        allow_reads_when_down: config.get(P::ClusterAllowReadsWhenDown) == "yes",
+    }
+}
+
+/// Writes nodes.conf whole, then renames it into place (a crash leaves the old or the new).
+fn write_conf(path: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+impl Executor {
+    fn conf_path(&self) -> String {
+        self.server.config.get(P::ClusterConfigFile).to_string()
+    }
+
+    /// `cluster-enabled yes`: loads nodes.conf (or starts a cluster of one) and opens the bus
+    /// port. An error stops the server, as in Redis.
+    pub(super) fn start_cluster(&mut self) -> Result<(), String> {
+        if self.server.config.get(P::ClusterEnabled) != "yes" {
+            return Ok(());
+        }
+        let s = settings(&self.server.config);
+        let now = crate::clock::now_ms();
+        let path = self.conf_path();
+        let cluster = match std::fs::read_to_string(&path) {
+            Ok(text) if !text.trim().is_empty() => Cluster::load(&text, s.clone(), now)
+                .map_err(|e| format!("Unrecoverable error: corrupted cluster config file \"{path}\": {e}"))?,
+            Ok(_) => Cluster::new(s.clone(), now),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Cluster::new(s.clone(), now),
+            Err(e) => return Err(format!("Can't read the cluster config file {path}: {e}")),
+        };
+        log::notice(&format!("Node configuration loaded, I'm {}", cl::node::name_str(&cluster.myself)));
+        write_conf(&path, &cluster.render_conf(now)).map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
+        let binds: Vec<String> = self.server.config.get(P::Bind).split_whitespace().map(str::to_string).collect();
+        let bus_port = match self.server.config.get_int(P::ClusterPort) {
+            0 => self.server.config.get_int(P::Port) + 10000,
+            p => p,
+        };
+        let bus_port = u16::try_from(bus_port).map_err(|_| format!("Invalid cluster bus port {bus_port}"))?;
+        let listeners = crate::server::bind_all(&binds, bus_port, &[])?;
+        let rt = crate::replication::runtime().ok_or("the network runtime is not running")?;
+        let tx = self.log.wake_tx.clone().ok_or("the executor has no request channel")?;
+        for l in listeners {
+            let tx = tx.clone();
+            rt.spawn(async move { cl::link::listen(l, tx).await });
+        }
+        let master = cluster.my_master().and_then(|m| cluster.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
+        self.server.cluster = Some(Box::new(cluster));
+        if let Some((ip, port)) = master {
+            if let Err(e) = self.become_replica(ip, port, false) {
+                log::warning(&format!("Can't start replication of my master: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A bus event from a link task.
+    pub(super) fn cluster_event(&mut self, req: Request) {
+        let now = crate::clock::now_ms();
+        let Some(c) = self.server.cluster.as_deref_mut() else { return };
+        match req {
+            Request::ClusterLinkUp { link, node, inbound, peer_ip, local_ip, tx } => {
+                self.cluster.links.insert(link, tx);
+                c.link_up(link, node, inbound, peer_ip, local_ip, now);
+            }
+            Request::ClusterMessage { link, bytes } => match bus::decode(&bytes) {
+                Ok(m) => c.receive(link, m, now),
+                Err(e) => log::verbose(&format!("Cluster bus message ignored: {e}")),
+            },
+            Request::ClusterLinkDown { link } => {
+                self.cluster.links.remove(&link);
+                c.link_down(link);
+            }
+            Request::ClusterConnectFailed { node } => c.connect_failed(&node),
+            _ => {}
+        }
+        self.cluster_flush();
+    }
+
+    /// Ten times a second: the cluster's cron, with the settings as configured now.
+    pub(super) fn cluster_cron(&mut self) {
+        let Some(c) = self.server.cluster.as_deref_mut() else { return };
+        if self.cluster.last_cron.is_some_and(|t| t.elapsed() < Duration::from_millis(90)) {
+            return;
+        }
+        self.cluster.last_cron = Some(Instant::now());
+        c.settings = settings(&self.server.config);
+        let offset = self.server.repl.offset;
+        c.me_mut().repl_offset = offset;
+        c.cron(crate::clock::now_ms());
+        self.cluster_flush();
+    }
+
+    /// Carries out what the cluster state queued: messages, connections, closes, a
+    /// nodes.conf write, the keys of slots lost, a change of role.
+    pub(super) fn cluster_flush(&mut self) {
+        let Some(c) = self.server.cluster.as_deref_mut() else { return };
+        let actions = std::mem::take(&mut c.out);
+        let timeout = Duration::from_millis(c.settings.node_timeout.clamp(100, 60_000) as u64);
+        let save = std::mem::take(&mut c.save_pending);
+        let lost = std::mem::take(&mut c.lost);
+        let role_changed = std::mem::take(&mut c.role_changed);
+        let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
+        let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
+        for a in actions {
+            match a {
+                Action::Send { link, bytes } => {
+                    if let Some(tx) = self.cluster.links.get(&link) {
+                        let _ = tx.send(bytes);
+                    }
+                }
+                Action::Close { link } => {
+                    self.cluster.links.remove(&link);
+                }
+                Action::Connect { node, ip, cport } => self.cluster_connect(node, ip, cport, timeout),
+            }
+        }
+        let saved = match conf {
+            Some(text) => write_conf(&self.conf_path(), &text).map_err(|e| e.to_string()),
+            None => Ok(()),
+        };
+        if let Err(e) = &saved {
+            log::warning(&format!("Can't update the cluster config file: {e}"));
+        }
+        if std::mem::take(&mut self.server.cluster_save_reply) {
+            self.cluster_save_result = Some(saved);
+        }
+        if !lost.is_empty() {
+            self.delete_slot_keys(&lost);
+        }
+        if role_changed {
+            match master {
+                Some((ip, port)) if !ip.is_empty() => {
+                    if let Err(e) = self.become_replica(ip, port, false) {
+                        log::warning(&format!("Can't replicate my new master: {e}"));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    if self.server.repl.master.is_some() {
+                        self.promote("cluster reset");
+                    }
+                }
+            }
+        }
+    }
+
+    fn cluster_connect(&mut self, node: Name, ip: String, cport: u16, timeout: Duration) {
+        let (Some(rt), Some(tx)) = (crate::replication::runtime(), self.log.wake_tx.clone()) else { return };
+        rt.spawn(cl::link::connect(ip, cport, node, timeout, tx));
+    }
+
+    /// Deletes the keys of slots another master took (Redis's delKeysInSlot), logged and
+    /// replicated as DELs.
+    fn delete_slot_keys(&mut self, slots: &[u16]) {
+        let keys: Vec<Bytes> = self.ks.db(0).keys().filter(|k| slots.contains(&key_slot(k))).map(|k| Bytes::copy_from_slice(k)).collect();
+        if keys.is_empty() {
+            return;
+        }
+        let mut client = self.loader_client();
+        client.id = u64::MAX - 1;
+        for key in keys {
+            self.execute(&mut client, &[Bytes::from_static(b"DEL"), key]);
+        }
+    }
+
+    /// Where the command's keys are served, when not here (getNodeByQuery). `Ok(slot)`: served
+    /// here, with the slot of its keys if it has some.
+    pub(super) fn cluster_route(&self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
+        let Some(c) = self.server.cluster.as_deref() else { return Ok(None) };
+        let exec = cmd.is(Trait::RunsQueue);
+        let queued: Vec<(&CommandSpec, &[Bytes])> = if exec {
+            match client.txn.multi.as_ref() {
+                Some(q) => q.iter().map(|(c, a)| (*c, a.as_slice())).collect(),
+                None => return Ok(None),
+            }
+        } else {
+            vec![(cmd, args)]
+        };
+        let mut slot: Option<u16> = None;
+        let mut first_key: Option<&[u8]> = None;
+        let mut owner: Option<Name> = None;
+        let (mut migrating, mut importing, mut multiple, mut missing, mut existing) = (false, false, false, 0, 0);
+        let mut writes = false;
+        for (qc, qa) in &queued {
+            writes |= qc.has(Flag::Write);
+            for pos in keyspec::getkeys(qc, qa) {
+                let Some(key) = qa.get(pos) else { continue };
+                let s = key_slot(key);
+                match slot {
+                    None => {
+                        slot = Some(s);
+                        first_key = Some(key);
+                        owner = c.slots[s as usize];
+                        let Some(o) = owner else { return Err(Redirect::DownUnbound) };
+                        if o == c.myself && c.migrating.contains_key(&s) {
+                            migrating = true;
+                        } else if c.importing.contains_key(&s) {
+                            importing = true;
+                        }
+                    }
+                    Some(first) if first != s => return Err(Redirect::CrossSlot),
+                    Some(_) => {
+                        if first_key != Some(&key[..]) {
+                            multiple = true;
+                        }
+                    }
+                }
+                if migrating || importing {
+                    if self.ks.db(0).position(key).is_some() {
+                        existing += 1;
+                    } else {
+                        missing += 1;
+                    }
+                }
+            }
+        }
+        let (Some(slot), Some(owner)) = (slot, owner) else { return Ok(None) };
+        if c.state != cl::state::STATE_OK {
+            if !c.settings.allow_reads_when_down {
+                return Err(Redirect::DownState);
+            }
+            if writes {
+                return Err(Redirect::DownRoState);
+            }
+        }
+        if (migrating || importing) && cmd.name == "migrate" {
+            return Ok(Some(slot));
+        }
+        if migrating && missing > 0 {
+            if existing > 0 {
+                return Err(Redirect::Unstable);
+            }
+            let to = c.migrating.get(&slot).and_then(|n| c.nodes.get(n));
+            return Err(Redirect::Ask(slot, to.map_or_else(String::new, endpoint)));
+        }
+        if importing && (client.asking || cmd.has(Flag::Asking)) {
+            if multiple && missing > 0 {
+                return Err(Redirect::Unstable);
+            }
+            return Ok(Some(slot));
+        }
+        if client.cluster_readonly && !writes && c.my_master() == Some(owner) {
+            return Ok(Some(slot));
+        }
+        if owner != c.myself {
+            let n = c.nodes.get(&owner);
+            return Err(Redirect::Moved(slot, n.map_or_else(String::new, endpoint)));
+        }
+        Ok(Some(slot))
+    }
+
+    /// The redirection check before a client's command runs (processCommand's): `Some`
+    /// error when the command goes elsewhere. The primary's stream and the log replay are
+    /// never redirected.
+    pub(super) fn cluster_refusal(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+        self.server.cluster.as_ref()?;
+        if client.id >= u64::MAX - 1 {
+            return None;
+        }
+        if !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) {
+            return None;
+        }
+        let redirect = self.cluster_route(client, cmd, args).err()?;
+        self.server.stats.command(cmd.id).rejected_calls += 1;
+        if cmd.is(Trait::RunsQueue) {
+            let mut scratch = crate::commands::Effects::default();
+            let mut ctx = crate::commands::Ctx::new(&mut self.ks, client, &mut self.server, self.now_ms, &mut scratch);
+            crate::commands::transactions::discard_transaction(&mut ctx);
+        } else if client.txn.multi.is_some() {
+            client.txn.multi_dirty = true;
+        }
+        Some(redirect.reply())
+    }
+
+    /// A script's command checked as Redis's scriptVerifyClusterState does (`slot`: the slot
+    /// the script's keys used so far).
+    pub(super) fn script_cluster_refusal(
+        &self,
+        client: &Client,
+        cmd: &CommandSpec,
+        args: &[Bytes],
+        slot: &mut Option<u16>,
+        cross_slot_ok: bool,
+    ) -> Option<Reply> {
+        self.server.cluster.as_ref()?;
+        if client.id >= u64::MAX - 1 {
+            return None;
+        }
+        match self.cluster_route(client, cmd, args) {
+            Err(r) => Some(r.script_reply()),
+            Ok(Some(s)) if !cross_slot_ok => match *slot {
+                None => {
+                    *slot = Some(s);
+                    None
+                }
+                Some(first) if first != s => Some(Reply::error("ERR Script attempted to access keys that do not hash to the same slot")),
+                Some(_) => None,
+            },
+            Ok(_) => None,
+        }
+    }
+
+    /// After every command in cluster mode: ASKING lasts one command (a whole transaction
+    /// inside MULTI), and what the command changed reaches the bus and nodes.conf at once.
+    pub(super) fn after_cluster_command(&mut self, client: &mut Client, reply: Reply) -> Reply {
+        if client.asking && client.txn.multi.is_none() && client.last_cmd != "asking" {
+            client.asking = false;
+        }
+        self.cluster_flush();
+        match self.cluster_save_result.take() {
+            Some(Err(e)) => Reply::Error(format!("ERR error saving the cluster node config: {e}").into()),
+            _ => reply,
+        }
+    }
+
+    /// INFO's `cluster_enabled`.
+    pub fn cluster_enabled(&self) -> bool {
+        self.server.cluster.is_some()
+    }
+}
+
+/// A node's address in MOVED and ASK (`cluster-preferred-endpoint-type ip`).
+fn endpoint(n: &cl::node::Node) -> String {
+    format!("{}:{}", n.ip, n.port)
+}

@@ -1,0 +1,346 @@
+//! Cluster mode end to end: clusters started by `scripts/cluster/start.sh` (the real
+//! `redis-cli --cluster create`), pure and mixed with redis-server nodes, checked with
+//! `redis-cli --cluster check`, written and read through the `redis` crate's cluster client;
+//! the redirection and CLUSTER errors byte for byte against redis-server; nodes.conf across a
+//! kill -9.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{free_port, RawConn, Server};
+use redis::Commands;
+
+/// A cluster started by the script; stopped (SHUTDOWN NOSAVE, then kill -9) when dropped.
+struct Cluster {
+    ports: Vec<u16>,
+    dir: tempfile::TempDir,
+}
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster/start.sh")
+}
+
+fn pid_of(port: u16) -> Option<u32> {
+    let out = Command::new("redis-cli").args(["-p", &port.to_string(), "info", "server"]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|p| p.trim().parse().ok())
+}
+
+impl Cluster {
+    /// `redis`: 1-based positions run by redis-server.
+    fn start(nodes: usize, replicas: usize, redis: &str, extra: &str) -> Cluster {
+        let ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let cports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let join = |v: &[u16]| v.iter().map(u16::to_string).collect::<Vec<_>>().join(" ");
+        let out = Command::new("bash")
+            .arg(script())
+            .env("PORTS", join(&ports))
+            .env("CPORTS", join(&cports))
+            .env("REPLICAS", replicas.to_string())
+            .env("REDIS", redis)
+            .env("DIR", dir.path())
+            .env("BIN", common::vermilion_bin())
+            .env("TIMEOUT", "2000")
+            .env("EXTRA", extra)
+            .output()
+            .expect("run start.sh");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "start.sh failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+        Cluster { ports, dir }
+    }
+
+    fn addr(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.ports[i])
+    }
+
+    fn nodes(&self, i: usize) -> String {
+        let mut c = RawConn::connect(self.ports[i]);
+        String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"NODES"])).into_owned()
+    }
+
+    /// Waits until every node sees `masters` masters with slots and `replicas` replicas, all
+    /// connected, and says the cluster is ok.
+    fn wait_settled(&self, masters: usize, replicas: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let settled = (0..self.ports.len()).all(|i| {
+                let nodes = self.nodes(i);
+                let lines: Vec<&str> = nodes.lines().filter(|l| l.contains(" connected")).collect();
+                let m = lines.iter().filter(|l| l.contains("master") && l.split(' ').count() > 8).count();
+                let r = lines.iter().filter(|l| l.contains("slave")).count();
+                let mut c = RawConn::connect(self.ports[i]);
+                let info = String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"INFO"])).into_owned();
+                m == masters && r == replicas && info.contains("cluster_state:ok")
+            });
+            if settled {
+                return;
+            }
+            assert!(Instant::now() < deadline, "cluster did not settle:\n{}", self.nodes(0));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn client(&self) -> redis::cluster::ClusterConnection {
+        let urls: Vec<String> = self.ports.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+        redis::cluster::ClusterClient::new(urls).expect("cluster client").get_connection().expect("cluster connection")
+    }
+
+    fn check(&self) -> String {
+        let out = Command::new("redis-cli").args(["--cluster", "check", &self.addr(0)]).output().expect("redis-cli");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "check failed:\n{text}");
+        assert!(text.contains("[OK] All nodes agree about slots configuration."), "{text}");
+        assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+        text
+    }
+
+    fn dbsize(&self, i: usize) -> i64 {
+        let mut c = RawConn::connect(self.ports[i]);
+        let r = String::from_utf8_lossy(&c.call(&[b"DBSIZE"])).into_owned();
+        r.trim().trim_start_matches(':').parse().unwrap_or(-1)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let pids: Vec<u32> = self.ports.iter().filter_map(|&p| pid_of(p)).collect();
+        for pid in pids {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+        let _ = &self.dir;
+    }
+}
+
+/// Writes `n` keys through the cluster client and reads them back; then every key is on
+/// exactly one master and on that master's replicas.
+fn write_and_read(c: &Cluster, n: usize, masters: &[usize], replicas: &[usize]) {
+    let mut conn = c.client();
+    for i in 0..n {
+        let _: () = conn.set(format!("key:{i}"), format!("value:{i}")).expect("SET through the cluster");
+    }
+    for i in 0..n {
+        let v: String = conn.get(format!("key:{i}")).expect("GET through the cluster");
+        assert_eq!(v, format!("value:{i}"));
+    }
+    let on_masters: i64 = masters.iter().map(|&i| c.dbsize(i)).sum();
+    assert_eq!(on_masters, n as i64, "every key on exactly one master");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !replicas.is_empty() {
+        let on_replicas: i64 = replicas.iter().map(|&i| c.dbsize(i)).sum();
+        if on_replicas == n as i64 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replicas hold {on_replicas} of {n} keys");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn roles(c: &Cluster) -> (Vec<usize>, Vec<usize>) {
+    let mut masters = Vec::new();
+    let mut replicas = Vec::new();
+    for i in 0..c.ports.len() {
+        let me = c.nodes(i).lines().find(|l| l.contains("myself")).unwrap_or_default().to_string();
+        if me.contains("slave") {
+            replicas.push(i);
+        } else {
+            masters.push(i);
+        }
+    }
+    (masters, replicas)
+}
+
+#[test]
+fn redis_cli_creates_a_cluster_of_vermilion_nodes_that_clients_use() {
+    let c = Cluster::start(6, 1, "", "");
+    c.wait_settled(3, 3);
+    let check = c.check();
+    assert!(check.contains("1 additional replica(s)"), "{check}");
+    let (masters, replicas) = roles(&c);
+    assert_eq!((masters.len(), replicas.len()), (3, 3));
+    write_and_read(&c, 500, &masters, &replicas);
+
+    // A node that does not own the key's slot redirects, as Redis words it.
+    let slot = vermilion::cluster::slot::key_slot(b"key:1");
+    let owner_line = c.nodes(0).lines().find(|l| l.contains("master") && owns(l, slot)).expect("owner").to_string();
+    let owner_port: u16 = owner_line.split(' ').nth(1).and_then(|a| a.split(['@', ':']).nth(1)).and_then(|p| p.parse().ok()).expect("port");
+    let other = *masters.iter().find(|&&i| c.ports[i] != owner_port).expect("another master");
+    let mut raw = RawConn::connect(c.ports[other]);
+    assert_eq!(raw.call(&[b"GET", b"key:1"]), format!("-MOVED {slot} 127.0.0.1:{owner_port}\r\n").into_bytes());
+    assert_eq!(raw.call(&[b"MSET", b"a", b"1", b"b", b"2"]), b"-CROSSSLOT Keys in request don't hash to the same slot\r\n".to_vec());
+    assert_eq!(raw.call(&[b"SELECT", b"1"]), b"-ERR SELECT is not allowed in cluster mode\r\n".to_vec());
+    // Inside MULTI a redirect dooms the transaction.
+    assert_eq!(raw.call(&[b"MULTI"]), b"+OK\r\n".to_vec());
+    assert!(raw.call(&[b"GET", b"key:1"]).starts_with(b"-MOVED"));
+    assert_eq!(raw.call(&[b"EXEC"]), b"-EXECABORT Transaction discarded because of previous errors.\r\n".to_vec());
+    // A script may use only keys of this node, in one slot.
+    let me = c.nodes(other).lines().find(|l| l.contains("myself")).unwrap_or_default().to_string();
+    let local =
+        (0..10_000).map(|i| format!("k{i}")).find(|k| owns(&me, vermilion::cluster::slot::key_slot(k.as_bytes()))).expect("a local key");
+    let reply = raw.call(&[b"EVAL", b"return redis.call('get', KEYS[1])", b"1", b"key:1"]);
+    assert!(reply.starts_with(b"-MOVED"), "{}", String::from_utf8_lossy(&reply));
+    let reply = raw.call(&[b"EVAL", b"return redis.call('get', 'key:1')", b"1", local.as_bytes()]);
+    assert!(
+        String::from_utf8_lossy(&reply).starts_with("-ERR Script attempted to access a non local key in a cluster node"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+
+    // A replica: MOVED to its master, unless READONLY.
+    let replica = replicas[0];
+    let master_id =
+        c.nodes(replica).lines().find(|l| l.contains("myself")).and_then(|l| l.split(' ').nth(3)).expect("master id").to_string();
+    let master_line = c.nodes(replica).lines().find(|l| l.starts_with(&master_id)).expect("master line").to_string();
+    let key = (0..10_000)
+        .map(|i| format!("key:{i}"))
+        .take(500)
+        .find(|k| owns(&master_line, vermilion::cluster::slot::key_slot(k.as_bytes())))
+        .expect("a key of the master");
+    let mut raw = RawConn::connect(c.ports[replica]);
+    assert!(raw.call(&[b"GET", key.as_bytes()]).starts_with(b"-MOVED"));
+    assert_eq!(raw.call(&[b"READONLY"]), b"+OK\r\n".to_vec());
+    let value = key.replace("key", "value");
+    assert_eq!(raw.call(&[b"GET", key.as_bytes()]), format!("${}\r\n{value}\r\n", value.len()).into_bytes());
+    assert!(raw.call(&[b"SET", key.as_bytes(), b"x"]).starts_with(b"-MOVED"), "writes still go to the master");
+}
+
+/// Whether a CLUSTER NODES line's slot ranges hold `slot`.
+fn owns(line: &str, slot: u16) -> bool {
+    line.split(' ').skip(8).any(|r| match r.split_once('-') {
+        Some((a, b)) if !a.starts_with('[') => a.parse::<u16>().is_ok_and(|a| a <= slot) && b.parse::<u16>().is_ok_and(|b| slot <= b),
+        _ => r.parse::<u16>() == Ok(slot),
+    })
+}
+
+#[test]
+fn a_mixed_cluster_of_redis_server_and_vermilion_nodes_works_both_ways() {
+    // Nodes 1 and 5 are redis-server: a Redis master with a Vermilion replica, and a
+    // Vermilion master with a Redis replica (create pairs masters 1-3 with 4-6 by order).
+    let c = Cluster::start(6, 1, "1 5", "");
+    c.wait_settled(3, 3);
+    c.check();
+    let (masters, replicas) = roles(&c);
+    assert_eq!((masters.len(), replicas.len()), (3, 3));
+    write_and_read(&c, 500, &masters, &replicas);
+}
+
+#[test]
+fn nodes_conf_brings_a_node_back_after_kill_9() {
+    let c = Cluster::start(3, 0, "", "--appendonly yes --appendfsync always");
+    c.wait_settled(3, 0);
+    write_and_read(&c, 300, &[0, 1, 2], &[]);
+    let before = c.nodes(1).lines().find(|l| l.contains("myself")).expect("myself").to_string();
+    let pid = pid_of(c.ports[1]).expect("pid");
+    let keys = c.dbsize(1);
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    std::thread::sleep(Duration::from_millis(300));
+    // Started again by hand over the same directory, as the script started it.
+    let node_dir = c.dir.path().join(c.ports[1].to_string());
+    let conf = std::fs::read_to_string(node_dir.join("nodes.conf")).expect("nodes.conf");
+    assert!(conf.contains(before.split(' ').next().unwrap_or("?")), "{conf}");
+    let cport = before.split(' ').nth(1).and_then(|a| a.split('@').nth(1)).expect("cport").to_string();
+    let mut child = Command::new(common::vermilion_bin())
+        .current_dir(&node_dir)
+        .args(["--port", &c.ports[1].to_string(), "--cluster-enabled", "yes", "--cluster-port", &cport])
+        .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("restart");
+    common::wait_listening(c.ports[1], Duration::from_secs(10));
+    let after = c.nodes(1).lines().find(|l| l.contains("myself")).expect("myself").to_string();
+    assert_eq!(after.split(' ').next(), before.split(' ').next(), "same node id");
+    assert_eq!(after.split(' ').skip(7).collect::<Vec<_>>(), before.split(' ').skip(7).collect::<Vec<_>>(), "same slots");
+    assert_eq!(c.dbsize(1), keys, "acknowledged writes survive");
+    c.wait_settled(3, 0);
+    c.check();
+    write_and_read(&c, 300, &[0, 1, 2], &[]);
+    drop(c);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The same commands to a fresh redis-server and a fresh Vermilion node, both in cluster
+/// mode and alone: the replies byte for byte.
+#[test]
+fn cluster_commands_and_errors_match_redis() {
+    let node = |redis: bool| {
+        let cport = free_port().to_string();
+        let args = ["--cluster-enabled", "yes", "--cluster-port", &cport, "--cluster-config-file", "nodes.conf"];
+        if redis {
+            Server::start_redis(&args)
+        } else {
+            Server::start(&args)
+        }
+    };
+    let (r, v) = (node(true), node(false));
+    let mut rc = RawConn::connect(r.port);
+    let mut vc = RawConn::connect(v.port);
+    let cases: &[&[&str]] = &[
+        &["CLUSTER", "INFO"],
+        &["CLUSTER", "SLOTS"],
+        &["CLUSTER", "SHARDS"],
+        &["CLUSTER", "HELP"],
+        &["CLUSTER", "KEYSLOT", "{user1000}.following"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "16384"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "x"],
+        &["CLUSTER", "GETKEYSINSLOT", "1", "-1"],
+        &["CLUSTER", "ADDSLOTS", "16384"],
+        &["CLUSTER", "ADDSLOTS", "x"],
+        &["CLUSTER", "ADDSLOTS", "5", "5"],
+        &["CLUSTER", "DELSLOTS", "7"],
+        &["CLUSTER", "ADDSLOTSRANGE", "10", "5"],
+        &["CLUSTER", "ADDSLOTSRANGE", "1"],
+        &["CLUSTER", "SET-CONFIG-EPOCH", "-1"],
+        &["CLUSTER", "SET-CONFIG-EPOCH", "x"],
+        &["CLUSTER", "REPLICATE", "0123456789012345678901234567890123456789"],
+        &["CLUSTER", "FORGET", "nobody"],
+        &["CLUSTER", "COUNT-FAILURE-REPORTS", "nobody"],
+        &["CLUSTER", "SETSLOT", "1", "MIGRATING", "nobody"],
+        &["CLUSTER", "SETSLOT", "1", "IMPORTING", "nobody"],
+        &["CLUSTER", "SETSLOT", "1", "NODE", "nobody"],
+        &["CLUSTER", "SETSLOT", "1", "BOGUS"],
+        &["CLUSTER", "SETSLOT", "99999", "STABLE"],
+        &["CLUSTER", "MEET", "nowhere", "7000"],
+        &["CLUSTER", "MEET", "127.0.0.1", "x"],
+        &["CLUSTER", "MEET", "127.0.0.1", "7000", "y"],
+        &["CLUSTER", "MEET", "127.0.0.1", "70000"],
+        &["CLUSTER", "RESET", "BOGUS"],
+        &["CLUSTER", "NOSUCH"],
+        &["CLUSTER", "FAILOVER"],
+        &["GET", "foo"],
+        &["SET", "foo", "bar"],
+        &["MSET", "a", "1", "b", "2"],
+        &["MSET", "{t}a", "1", "{t}b", "2"],
+        &["SELECT", "0"],
+        &["SELECT", "1"],
+        &["SELECT", "x"],
+        &["MOVE", "foo", "1"],
+        &["SWAPDB", "0", "1"],
+        &["COPY", "foo", "bar", "DB", "1"],
+        &["PING"],
+        &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
+        &["CLUSTER", "SET-CONFIG-EPOCH", "5"],
+        &["CLUSTER", "SET-CONFIG-EPOCH", "6"],
+        &["CLUSTER", "BUMPEPOCH"],
+        &["CLUSTER", "ADDSLOTS", "100"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "100"],
+        &["CLUSTER", "FLUSHSLOTS"],
+        &["CLUSTER", "DELSLOTS", "100"],
+        &["CLUSTER", "ADDSLOTS", "100"],
+    ];
+    // Each node's own id and port are masked (CLUSTER SHARDS shows them).
+    let masked = |c: &mut RawConn, port: u16, reply: Vec<u8>| {
+        let id = String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"MYID"])).lines().nth(1).unwrap_or_default().to_string();
+        String::from_utf8_lossy(&reply).replace(&id, "<id>").replace(&format!(":{port}\r\n"), ":<port>\r\n")
+    };
+    for case in cases {
+        let args: Vec<&[u8]> = case.iter().map(|a| a.as_bytes()).collect();
+        let (ra, va) = (rc.call(&args), vc.call(&args));
+        let (ra, va) = (masked(&mut rc, r.port, ra), masked(&mut vc, v.port, va));
+        assert_eq!(va, ra, "{case:?}");
+    }
+}
