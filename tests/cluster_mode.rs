@@ -85,7 +85,13 @@ impl Cluster {
     }
 
     fn client(&self) -> redis::cluster::ClusterConnection {
-        let urls: Vec<String> = self.ports.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+        self.client_without(&[])
+    }
+
+    /// A cluster client that starts from every node but `dead`.
+    fn client_without(&self, dead: &[usize]) -> redis::cluster::ClusterConnection {
+        let urls: Vec<String> =
+            self.ports.iter().enumerate().filter(|(i, _)| !dead.contains(i)).map(|(_, p)| format!("redis://127.0.0.1:{p}/")).collect();
         redis::cluster::ClusterClient::new(urls).expect("cluster client").get_connection().expect("cluster connection")
     }
 
@@ -343,4 +349,152 @@ fn cluster_commands_and_errors_match_redis() {
         let (ra, va) = (masked(&mut rc, r.port, ra), masked(&mut vc, v.port, va));
         assert_eq!(va, ra, "{case:?}");
     }
+}
+
+/// The node ids by port, and each replica's master id, from one node's CLUSTER NODES.
+fn topology(c: &Cluster, from: usize) -> Vec<(u16, String, Option<String>, bool)> {
+    c.nodes(from)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let port: u16 = f.get(1)?.split(['@', ':']).nth(1)?.parse().ok()?;
+            let master = (f.get(3)? != &"-").then(|| f[3].to_string());
+            Some((port, f[0].to_string(), master, f[2].contains("fail")))
+        })
+        .collect()
+}
+
+fn index_of(c: &Cluster, port: u16) -> usize {
+    c.ports.iter().position(|&p| p == port).expect("a port of the cluster")
+}
+
+/// Kills master `victim` (an index) with kill -9 while a client writes to it with WAIT 1,
+/// then checks that its replica took over, that every write WAIT confirmed is there, and
+/// that the cluster client goes on. Returns (acknowledged, lost) of the writes sent without
+/// WAIT in the same run.
+fn kill_master_and_check(c: &Cluster, victim: usize, dead: &[usize]) -> (usize, usize) {
+    let topo = topology(c, victim);
+    let victim_id = topo.iter().find(|t| t.0 == c.ports[victim]).expect("victim").1.clone();
+    let replica_port = topo.iter().find(|t| t.2.as_deref() == Some(&victim_id)).expect("a replica").0;
+    let mut conn = c.client_without(dead);
+    // Keys of the victim's slots: written with WAIT 1 (acknowledged by the replica) and
+    // without.
+    let victim_line = c.nodes(victim).lines().find(|l| l.contains("myself")).expect("myself").to_string();
+    let keys: Vec<String> = (0..20_000)
+        .map(|i| format!("fo:{i}"))
+        .filter(|k| owns(&victim_line, vermilion::cluster::slot::key_slot(k.as_bytes())))
+        .take(400)
+        .collect();
+    let mut direct = RawConn::connect(c.ports[victim]);
+    let mut waited = Vec::new();
+    for k in &keys[..200] {
+        assert_eq!(direct.call(&[b"SET", k.as_bytes(), b"w"]), b"+OK\r\n".to_vec());
+        if direct.call(&[b"WAIT", b"1", b"2000"]) == b":1\r\n".to_vec() {
+            waited.push(k.clone());
+        }
+    }
+    assert_eq!(waited.len(), 200, "WAIT 1 confirmed every write");
+    let mut plain = 0;
+    for k in &keys[200..] {
+        if direct.call(&[b"SET", k.as_bytes(), b"p"]) == b"+OK\r\n".to_vec() {
+            plain += 1;
+        }
+    }
+    let pid = pid_of(c.ports[victim]).expect("pid");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let killed = Instant::now();
+    // The replica becomes a master, and every other node says ok.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let alive: Vec<usize> = (0..c.ports.len()).filter(|&i| i != victim && !dead.contains(&i)).collect();
+    loop {
+        let promoted = c.nodes(index_of(c, replica_port)).lines().any(|l| l.contains("myself,master") && l.split(' ').count() > 8);
+        let ok = alive.iter().all(|&i| {
+            let mut r = RawConn::connect(c.ports[i]);
+            String::from_utf8_lossy(&r.call(&[b"CLUSTER", b"INFO"])).contains("cluster_state:ok")
+        });
+        if promoted && ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no failover:\n{}", c.nodes(index_of(c, replica_port)));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("failover took {:?}", killed.elapsed());
+    let mut new_master = RawConn::connect(replica_port);
+    for k in &waited {
+        assert_eq!(new_master.call(&[b"GET", k.as_bytes()]), b"$1\r\nw\r\n".to_vec(), "{k}: acknowledged with WAIT 1 and lost");
+    }
+    let kept = keys[200..].iter().filter(|k| new_master.call(&[b"GET", k.as_bytes()]) == b"$1\r\np\r\n".to_vec()).count();
+    // The cluster client goes on. The redis crate's sync client retries a refused
+    // connection to the dead node without reading the slots again (its retry policy for I/O
+    // errors), so after such an error it connects again, from the live nodes, as an
+    // application would; a MOVED from a live node updates it by itself.
+    for k in &keys[..50] {
+        let mut tries = 0;
+        loop {
+            let r: redis::RedisResult<()> = conn.set(k, "after");
+            match r {
+                Ok(()) => break,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    if e.is_io_error() || e.is_connection_refusal() {
+                        conn = c.client_without(&[dead, &[victim]].concat());
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => panic!("writes after the failover fail: {e}"),
+            }
+        }
+    }
+    assert_eq!(new_master.call(&[b"GET", keys[0].as_bytes()]), b"$5\r\nafter\r\n".to_vec());
+    (plain, plain - kept)
+}
+
+#[test]
+fn kill_9_of_a_master_promotes_its_replica() {
+    let c = Cluster::start(6, 1, "", "");
+    c.wait_settled(3, 3);
+    let (sent, lost) = kill_master_and_check(&c, 0, &[]);
+    eprintln!("without WAIT: {lost} of {sent} acknowledged writes lost");
+    let out = Command::new("redis-cli").args(["--cluster", "check", &c.addr(1)]).output().expect("redis-cli");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[OK] All 16384 slots covered."));
+}
+
+#[test]
+fn failover_in_a_mixed_cluster_works_both_ways() {
+    // redis-server at positions 1 and 6: masters 1 (Redis), 2 and 3 (Vermilion); the
+    // replicas' pairing is redis-cli's. Killing master 2 needs the votes of masters 1 and
+    // 3 (Redis and Vermilion); killing master 1 next, those of the other two.
+    let c = Cluster::start(6, 1, "1 6", "");
+    c.wait_settled(3, 3);
+    kill_master_and_check(&c, 1, &[]);
+    kill_master_and_check(&c, 0, &[1]);
+}
+
+#[test]
+fn cluster_failover_on_a_replica_hands_over_in_three_ways() {
+    let c = Cluster::start(6, 1, "", "");
+    c.wait_settled(3, 3);
+    for how in [None, Some("FORCE"), Some("TAKEOVER")] {
+        let topo = topology(&c, 0);
+        let (replica_port, master_id) = topo.iter().find_map(|t| t.2.clone().map(|m| (t.0, m))).expect("a replica");
+        let mut r = RawConn::connect(replica_port);
+        let mut args: Vec<&[u8]> = vec![b"CLUSTER", b"FAILOVER"];
+        if let Some(h) = how {
+            args.push(h.as_bytes());
+        }
+        assert_eq!(r.call(&args), b"+OK\r\n".to_vec());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let t = topology(&c, index_of(&c, replica_port));
+            let me_master = t.iter().any(|x| x.0 == replica_port && x.2.is_none());
+            let old_follows = t.iter().any(|x| x.1 == master_id && x.2.is_some());
+            if me_master && old_follows {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{how:?}: no hand-over\n{}", c.nodes(index_of(&c, replica_port)));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        c.wait_settled(3, 3);
+    }
+    c.check();
 }

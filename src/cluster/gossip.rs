@@ -162,6 +162,9 @@ impl Cluster {
                 x.node = Some(sender_name);
             }
         }
+        if known && self.my_master() == Some(sender_name) {
+            self.mf_master_message(h.mflags[0], h.offset);
+        }
         match h.kind {
             kind::PING | kind::PONG | kind::MEET => self.receive_ping(link, &l, m, known, now),
             kind::FAIL if known => {
@@ -174,6 +177,13 @@ impl Cluster {
                     }
                 }
             }
+            kind::FAILOVER_AUTH_REQUEST if known => {
+                let force = Cluster::force_ack(h.mflags[0]);
+                let (epoch, config_epoch, slots) = (h.current_epoch, h.config_epoch, h.myslots.clone());
+                self.vote(&sender_name, epoch, config_epoch, &slots, force, now);
+            }
+            kind::FAILOVER_AUTH_ACK if known => self.vote_received(&sender_name, h.current_epoch),
+            kind::MFSTART if known => self.mf_requested(&sender_name, now),
             kind::UPDATE if known => {
                 if let Body::Update { config_epoch, nodename, slots } = m.body {
                     let Some(n) = self.nodes.get(&nodename) else { return };
@@ -429,6 +439,12 @@ impl Cluster {
         }
         // A master left without slots follows the node that took them (a failed-over
         // master coming back becomes a replica).
+        if lost_mine && self.election.mf_slave.is_some() {
+            // A manual failover this master served is over: writes resume.
+            self.election.mf_end = 0;
+            self.election.mf_slave = None;
+            self.pause_writes_until = Some(0);
+        }
         if lost_mine && self.me().is_master() && self.me().numslots == 0 {
             let me = self.me_mut();
             me.flags = (me.flags & !flag::MASTER) | flag::SLAVE;
@@ -546,8 +562,12 @@ impl Cluster {
 
     /// Ten times a second (clusterCron): connections to make, pings to send, handshakes
     /// that took too long, nodes that stopped answering.
-    pub fn cron(&mut self, now: i64) {
+    pub fn cron(&mut self, now: i64, data_age_ms: i64) {
         self.cron_ticks += 1;
+        self.manual_failover_cron(now);
+        if !self.me().is_master() {
+            self.handle_replica_failover(now, data_age_ms);
+        }
         let timeout = self.settings.node_timeout.max(1);
         let handshake_timeout = timeout.max(1000);
         self.blacklist.retain(|_, until| *until > now);
@@ -563,7 +583,13 @@ impl Cluster {
             }
             if n.link.is_none() && !n.connecting {
                 let (ip, cport) = (n.ip.clone(), n.cport);
-                self.nodes.get_mut(name).expect("known").connecting = true;
+                let n = self.nodes.get_mut(name).expect("known");
+                n.connecting = true;
+                // Redis queues a PING on a new link at once: a node that cannot be reached
+                // counts as not answering from now on.
+                if n.ping_sent == 0 {
+                    n.ping_sent = now;
+                }
                 self.out.push(Action::Connect { node: *name, ip, cport });
             }
         }

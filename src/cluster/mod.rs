@@ -5,6 +5,7 @@
 //! what it asks (`executor/cluster.rs`).
 
 pub mod bus;
+pub mod failover;
 pub mod gossip;
 pub mod link;
 pub mod node;

@@ -20,6 +20,8 @@ pub struct Settings {
     pub announce_hostname: String,
     pub require_full_coverage: bool,
     pub allow_reads_when_down: bool,
+    /// `cluster-replica-validity-factor`.
+    pub validity_factor: i64,
 }
 
 /// What the bus side must do, collected as the state changes.
@@ -87,6 +89,11 @@ pub struct Cluster {
     pub lost: Vec<u16>,
     /// This node became a replica (of `me().slaveof`): the executor follows it.
     pub role_changed: bool,
+    /// This node's failover election, and a manual failover in progress (`failover.rs`).
+    pub election: super::failover::Election,
+    /// Writes pause until then (ms; 0: resume), for a manual failover this master serves:
+    /// the executor applies it.
+    pub pause_writes_until: Option<i64>,
     /// The first state update (see `update_state`).
     pub first_update: Option<i64>,
     pub among_minority_since: i64,
@@ -128,6 +135,8 @@ impl Cluster {
             rng: (now as u64) ^ 0x9e37_79b9_7f4a_7c15 | 1,
             lost: Vec::new(),
             role_changed: false,
+            election: super::failover::Election { mf_master_offset: -1, ..Default::default() },
+            pause_writes_until: None,
             first_update: None,
             among_minority_since: 0,
         }
@@ -464,5 +473,21 @@ pub fn normalize_ip(ip: &str) -> String {
         },
         Ok(addr) => addr.to_string(),
         Err(_) => bare.to_string(),
+    }
+}
+
+/// Redis's clusterBumpConfigEpochWithoutConsensus: a new epoch unless this node's is already
+/// the largest one (and non-zero). True if it moved.
+pub fn bump_epoch_without_consensus(c: &mut Cluster) -> bool {
+    let max = c.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0).max(c.current_epoch);
+    let mine = c.me().config_epoch;
+    if mine == 0 || mine != max {
+        c.current_epoch = max + 1;
+        let e = c.current_epoch;
+        c.me_mut().config_epoch = e;
+        c.save_pending = true;
+        true
+    } else {
+        false
     }
 }

@@ -337,25 +337,9 @@ pub fn cluster_saveconfig(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, C
     Ok(Reply::OK)
 }
 
-/// Redis's clusterBumpConfigEpochWithoutConsensus: a new epoch unless this node's is already
-/// the largest one (and non-zero). True if it moved.
-pub fn bump_epoch(c: &mut Cluster) -> bool {
-    let max = c.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0).max(c.current_epoch);
-    let mine = c.me().config_epoch;
-    if mine == 0 || mine != max {
-        c.current_epoch += 1;
-        let e = c.current_epoch;
-        c.me_mut().config_epoch = e;
-        c.save_pending = true;
-        true
-    } else {
-        false
-    }
-}
-
 pub fn cluster_bumpepoch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
     let c = cluster(ctx)?;
-    let bumped = bump_epoch(c);
+    let bumped = crate::cluster::state::bump_epoch_without_consensus(c);
     let epoch = c.me().config_epoch;
     Ok(Reply::Status(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" }).into()))
 }
@@ -427,7 +411,7 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
             // The end of an import: this node owns the slot under an epoch of its own, and
             // tells everyone at once.
             if n == me && c.importing.remove(&slot).is_some() {
-                bump_epoch(c);
+                crate::cluster::state::bump_epoch_without_consensus(c);
                 c.broadcast_pong();
             }
             c.set_owner(slot, Some(n));
@@ -516,12 +500,34 @@ pub fn cluster_links(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
     Ok(Reply::Array(out))
 }
 
-pub fn cluster_failover(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
+pub fn cluster_failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
+    if args.len() > 3 {
+        return Err(CmdError::other("ERR unknown subcommand or wrong number of arguments for 'failover'. Try CLUSTER HELP."));
+    }
+    let (force, takeover) = match args.get(2).map(|a| text(a).to_ascii_lowercase()) {
+        None => (false, false),
+        Some(o) if o == "force" => (true, false),
+        Some(o) if o == "takeover" => (true, true),
+        Some(_) => return Err(CmdError::Syntax),
+    };
+    let now = ctx.now_ms;
     let c = cluster(ctx)?;
     if c.me().is_master() {
         return Err(CmdError::other("ERR You should send CLUSTER FAILOVER to a replica"));
     }
-    Err(CmdError::other("ERR CLUSTER FAILOVER is not supported by this server yet"))
+    let Some(master) = c.me().slaveof.and_then(|m| c.nodes.get(&m)) else {
+        return Err(CmdError::other("ERR I'm a replica but my master is unknown to me"));
+    };
+    if !force && (master.failed() || master.link.is_none()) {
+        return Err(CmdError::other("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE"));
+    }
+    if takeover {
+        c.election.mf_end = now + crate::cluster::failover::MF_TIMEOUT_MS;
+        c.takeover_now();
+    } else {
+        c.start_manual_failover(force, now);
+    }
+    Ok(Reply::OK)
 }
 
 pub fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {

@@ -80,6 +80,7 @@ fn settings(config: &crate::config::Config) -> cl::Settings {
         announce_hostname: config.get(P::ClusterAnnounceHostname).to_string(),
         require_full_coverage: config.get(P::ClusterRequireFullCoverage) == "yes",
         allow_reads_when_down: config.get(P::ClusterAllowReadsWhenDown) == "yes",
+        validity_factor: config.get_int(P::ClusterReplicaValidityFactor).max(0),
     }
 }
 
@@ -170,9 +171,15 @@ impl Executor {
         }
         self.cluster.last_cron = Some(Instant::now());
         c.settings = settings(&self.server.config);
-        let offset = self.server.repl.offset;
-        c.me_mut().repl_offset = offset;
-        c.cron(crate::clock::now_ms());
+        let now = crate::clock::now_ms();
+        c.me_mut().repl_offset = self.server.repl.shown().1;
+        // How old the copy of a replica is (its link's last traffic, or when it went down).
+        let data_age = match &self.server.repl.master {
+            Some(m) if m.synced => now - m.shared.last_io_ms.load(std::sync::atomic::Ordering::Acquire),
+            Some(m) => now - m.down_since_ms,
+            None => 0,
+        };
+        c.cron(now, data_age.max(0));
         self.cluster_flush();
     }
 
@@ -185,6 +192,7 @@ impl Executor {
         let save = std::mem::take(&mut c.save_pending);
         let lost = std::mem::take(&mut c.lost);
         let role_changed = std::mem::take(&mut c.role_changed);
+        let pause = c.pause_writes_until.take();
         let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
         let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
         for a in actions {
@@ -209,6 +217,20 @@ impl Executor {
         }
         if std::mem::take(&mut self.server.cluster_save_reply) {
             self.cluster_save_result = Some(saved);
+        }
+        match pause {
+            // A manual failover's pause of writes, and its end.
+            Some(0) => {
+                self.server.pause = None;
+                if !self.postponed.is_empty() {
+                    self.resume_postponed();
+                }
+            }
+            Some(until) => {
+                let left = (until - crate::clock::now_ms()).max(0) as u64;
+                self.server.pause = Some((Instant::now() + Duration::from_millis(left), false));
+            }
+            None => {}
         }
         if !lost.is_empty() {
             self.delete_slot_keys(&lost);
