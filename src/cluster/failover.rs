@@ -111,7 +111,8 @@ impl Cluster {
             self.save_pending = true;
             return;
         }
-        if self.election.auth_count >= self.size / 2 + 1 {
+        // A majority of the masters with slots (needed_quorum = size / 2 + 1).
+        if self.election.auth_count > self.size / 2 {
             self.replace_my_master(self.election.auth_epoch);
         }
     }
