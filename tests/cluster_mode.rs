@@ -95,13 +95,10 @@ impl Cluster {
         redis::cluster::ClusterClient::new(urls).expect("cluster client").get_connection().expect("cluster connection")
     }
 
+    /// `redis-cli --cluster check` until it passes (gossip spreads a change within a few
+    /// pings), at most 20 s.
     fn check(&self) -> String {
-        let out = Command::new("redis-cli").args(["--cluster", "check", &self.addr(0)]).output().expect("redis-cli");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "check failed:\n{text}");
-        assert!(text.contains("[OK] All nodes agree about slots configuration."), "{text}");
-        assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
-        text
+        check_at(&self.addr(0))
     }
 
     fn dbsize(&self, i: usize) -> i64 {
@@ -118,6 +115,21 @@ impl Drop for Cluster {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         }
         let _ = &self.dir;
+    }
+}
+
+fn check_at(addr: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = Command::new("redis-cli").args(["--cluster", "check", addr]).output().expect("redis-cli");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() {
+            assert!(text.contains("[OK] All nodes agree about slots configuration."), "{text}");
+            assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+            return text;
+        }
+        assert!(Instant::now() < deadline, "check failed:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -496,5 +508,200 @@ fn cluster_failover_on_a_replica_hands_over_in_three_ways() {
         }
         c.wait_settled(3, 3);
     }
+    c.check();
+}
+
+/// A node started alone (cluster mode, no slots), as `redis-cli --cluster add-node` wants.
+struct Extra {
+    port: u16,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Extra {
+    fn start(bin: &Path) -> Extra {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (port, cport) = (free_port(), free_port());
+        let child = Command::new(bin)
+            .current_dir(dir.path())
+            .args(["--port", &port.to_string(), "--cluster-enabled", "yes", "--cluster-port", &cport.to_string()])
+            .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        common::wait_listening(port, Duration::from_secs(10));
+        Extra { port, child, _dir: dir }
+    }
+}
+
+impl Drop for Extra {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn redis_cli(args: &[&str]) -> String {
+    let out = Command::new("redis-cli").args(args).output().expect("redis-cli");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+fn id_of(port: u16) -> String {
+    let mut c = RawConn::connect(port);
+    let reply = c.call(&[b"CLUSTER", b"MYID"]);
+    String::from_utf8_lossy(&reply).lines().nth(1).unwrap_or_default().to_string()
+}
+
+/// The migration path: two redis-server masters hold every slot; two Vermilion nodes join
+/// with `add-node`; `reshard` moves every slot to them while a client writes and reads;
+/// `del-node` removes the Redis nodes. No acknowledged write is lost.
+#[test]
+fn every_slot_moves_from_redis_server_to_vermilion_under_load() {
+    let c = Cluster::start(3, 0, "1 2 3", "");
+    c.wait_settled(3, 0);
+    let redis_nodes = [c.ports[0], c.ports[1], c.ports[2]];
+    let (a, b) = (Extra::start(&common::vermilion_bin()), Extra::start(&common::vermilion_bin()));
+    for n in [&a, &b] {
+        redis_cli(&["--cluster", "add-node", &format!("127.0.0.1:{}", n.port), &c.addr(0)]);
+    }
+    // The new nodes are known everywhere, and know every slot, before slots move
+    // (reshard checks first).
+    let all: Vec<u16> = [redis_nodes[0], redis_nodes[1], redis_nodes[2], a.port, b.port].to_vec();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !all.iter().all(|&p| {
+        let mut c = RawConn::connect(p);
+        let nodes = String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"NODES"])).into_owned();
+        nodes.lines().filter(|l| l.contains(" connected") && !l.contains("handshake")).count() == all.len()
+    }) {
+        assert!(Instant::now() < deadline, "the new nodes did not join");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for p in [a.port, b.port] {
+        check_at(&format!("127.0.0.1:{p}"));
+    }
+    // A node that just learnt the slots says ok after the rejoin delay (as Redis does);
+    // until then it refuses keys, RESTORE-ASKING included.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !all.iter().all(|&p| {
+        let mut c = RawConn::connect(p);
+        String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"INFO"])).contains("cluster_state:ok")
+    }) {
+        assert!(Instant::now() < deadline, "the cluster is not ok");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let urls: Vec<String> = all.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    // The writer: SET then GET of fresh keys, through the moves.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, urls) = (stop.clone(), urls.clone());
+        std::thread::spawn(move || {
+            let mut conn = redis::cluster::ClusterClient::new(urls).expect("client").get_connection().expect("connection");
+            let mut acked = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let key = format!("load:{acked}");
+                let set: redis::RedisResult<()> = conn.set(&key, acked);
+                if set.is_ok() {
+                    let got: u64 = conn.get(&key).expect("read back");
+                    assert_eq!(got, acked);
+                    acked += 1;
+                }
+            }
+            acked
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // Half of each Redis node's slots to each Vermilion node.
+    for from in &redis_nodes {
+        let held = slots_on(*from);
+        for to in [a.port, b.port] {
+            let slots = if to == a.port { held / 2 } else { held - held / 2 };
+            // Every node has seen the previous move (reshard checks that first).
+            let entry = format!("127.0.0.1:{}", a.port);
+            check_at(&entry);
+            redis_cli(&[
+                "--cluster",
+                "reshard",
+                &entry,
+                "--cluster-from",
+                &id_of(*from),
+                "--cluster-to",
+                &id_of(to),
+                "--cluster-slots",
+                &slots.to_string(),
+                "--cluster-yes",
+            ]);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acked = writer.join().expect("writer");
+    assert!(acked > 100, "the writer made progress ({acked})");
+    let check = check_at(&format!("127.0.0.1:{}", a.port));
+    assert!(!check.contains("[WARNING]"), "{check}");
+    // Every slot is on the Vermilion nodes, and every acknowledged key is there.
+    let mut conn =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}/", a.port)]).expect("client").get_connection().expect("c");
+    for i in 0..acked {
+        let got: Option<u64> = conn.get(format!("load:{i}")).expect("get");
+        assert_eq!(got, Some(i), "load:{i} lost");
+    }
+    assert_eq!(slots_on(a.port) + slots_on(b.port), 16384);
+    // The Redis nodes leave (each took a replica role or is empty: del-node forgets it).
+    for r in redis_nodes {
+        redis_cli(&["--cluster", "del-node", &format!("127.0.0.1:{}", a.port), &id_of(r)]);
+    }
+    let check = check_at(&format!("127.0.0.1:{}", a.port));
+    assert!(!check.contains(&format!(":{}", redis_nodes[0])), "{check}");
+}
+
+/// How many slots the node at `port` says it has.
+fn slots_on(port: u16) -> usize {
+    topology_line(port)
+        .split(' ')
+        .skip(8)
+        .map(|r| match r.split_once('-') {
+            Some((x, y)) => y.parse::<usize>().unwrap_or(0) - x.parse::<usize>().unwrap_or(0) + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+fn topology_line(port: u16) -> String {
+    let mut c = RawConn::connect(port);
+    let nodes = String::from_utf8_lossy(&c.call(&[b"CLUSTER", b"NODES"])).into_owned();
+    nodes.lines().find(|l| l.contains("myself")).unwrap_or_default().to_string()
+}
+
+/// `redis-cli --cluster fix` closes a slot left open by an interrupted migration and
+/// covers a slot nobody serves.
+#[test]
+fn redis_cli_fix_repairs_open_and_uncovered_slots() {
+    let c = Cluster::start(3, 0, "", "");
+    c.wait_settled(3, 0);
+    let (from, to) = (c.ports[0], c.ports[1]);
+    let mut f = RawConn::connect(from);
+    let mut t = RawConn::connect(to);
+    assert_eq!(t.call(&[b"CLUSTER", b"SETSLOT", b"100", b"IMPORTING", id_of(from).as_bytes()]), b"+OK\r\n".to_vec());
+    assert_eq!(f.call(&[b"CLUSTER", b"SETSLOT", b"100", b"MIGRATING", id_of(to).as_bytes()]), b"+OK\r\n".to_vec());
+    assert_eq!(f.call(&[b"CLUSTER", b"DELSLOTS", b"200"]), b"+OK\r\n".to_vec());
+    let out = Command::new("redis-cli").args(["--cluster", "check", &c.addr(0)]).output().expect("redis-cli");
+    assert!(!out.status.success(), "check sees the damage");
+    // Covering a slot asks even with --cluster-yes: the answer comes on stdin.
+    let mut fix = Command::new("redis-cli")
+        .args(["--cluster", "fix", &c.addr(0), "--cluster-yes"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    {
+        use std::io::Write;
+        let mut stdin = fix.stdin.take().expect("stdin");
+        let _ = stdin.write_all(b"yes\nyes\nyes\n");
+    }
+    let out = fix.wait_with_output().expect("fix");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     c.check();
 }

@@ -329,7 +329,7 @@ impl Cluster {
         // Slots: a master's claim, judged by config epoch.
         let sender_master = self.nodes.get(&sender_name).is_some_and(|n| n.is_master());
         if sender_master {
-            let differs = (0..SLOTS as u16).any(|s| bit(&h.myslots, s) != self.nodes[&sender_name].owns(s));
+            let differs = self.nodes.get(&sender_name).is_some_and(|n| *n.slots != *h.myslots);
             if differs {
                 self.update_slots_with(sender_name, h.config_epoch, &h.myslots);
             }

@@ -22,9 +22,19 @@ pub fn name_of(text: &[u8]) -> Option<Name> {
 
 /// A fresh random name (40 hex digits).
 pub fn random_name() -> Name {
-    let id = crate::replication::new_replid();
+    use std::hash::{BuildHasher, Hasher};
     let mut out = [b'0'; NAME_LEN];
-    out.copy_from_slice(&id.as_bytes()[..NAME_LEN]);
+    let digits = b"0123456789abcdef";
+    for chunk in out.chunks_mut(16) {
+        // std's RandomState is seeded from the OS once per process, then moves on.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(std::process::id() as u64);
+        let mut x = h.finish();
+        for c in chunk {
+            *c = digits[(x & 15) as usize];
+            x >>= 4;
+        }
+    }
     out
 }
 
@@ -123,7 +133,30 @@ impl Node {
 
     /// The node's slots as inclusive ranges.
     pub fn ranges(&self) -> Vec<(u16, u16)> {
-        slot_ranges((0..SLOTS as u16).filter(|&s| self.owns(s)))
+        // Whole bytes at a time: a node's slots are mostly long runs.
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        let mut open: Option<u16> = None;
+        for (i, &byte) in self.slots.iter().enumerate() {
+            let base = (i * 8) as u16;
+            if (byte == 0xff && open.is_some()) || (byte == 0 && open.is_none()) {
+                continue;
+            }
+            for bit in 0..8u16 {
+                let on = byte & (1 << bit) != 0;
+                match (on, open) {
+                    (true, None) => open = Some(base + bit),
+                    (false, Some(start)) => {
+                        out.push((start, base + bit - 1));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(start) = open {
+            out.push((start, SLOTS as u16 - 1));
+        }
+        out
     }
 
     /// The node's line (CLUSTER NODES, nodes.conf), `primary` being what its `slaveof` names.
@@ -158,4 +191,29 @@ pub fn slot_ranges(slots: impl Iterator<Item = u16>) -> Vec<(u16, u16)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_the_bitmap() {
+        let mut n = Node::new([b'a'; NAME_LEN], 0, 0);
+        let owned: Vec<u16> = (0..100).chain(101..200).chain([7000]).chain(16380..16384).collect();
+        for &s in &owned {
+            n.mark(s, true);
+        }
+        assert_eq!(n.ranges(), vec![(0, 99), (101, 199), (7000, 7000), (16380, 16383)]);
+        assert_eq!(n.ranges(), slot_ranges(owned.iter().copied()));
+        assert_eq!(n.numslots, owned.len());
+        let mut all = Node::new([b'b'; NAME_LEN], 0, 0);
+        for s in 0..SLOTS as u16 {
+            all.mark(s, true);
+        }
+        assert_eq!(all.ranges(), vec![(0, 16383)]);
+        assert!(Node::new([b'c'; NAME_LEN], 0, 0).ranges().is_empty());
+        assert_eq!(random_name().len(), NAME_LEN);
+        assert_ne!(random_name(), random_name());
+    }
 }

@@ -276,7 +276,7 @@ impl Cluster {
     }
 
     pub fn assigned_slots(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
+        self.nodes.values().map(|n| n.numslots).sum()
     }
 
     /// Adds a node (a name not known yet).
@@ -371,7 +371,8 @@ impl Cluster {
         }
         let mut ok = true;
         if self.settings.require_full_coverage {
-            ok = self.slots.iter().all(|s| s.as_ref().and_then(|n| self.nodes.get(n)).is_some_and(|n| !n.failed()));
+            // Every slot has one owner: the slots of the nodes not failing cover them all.
+            ok = self.nodes.values().filter(|n| !n.failed()).map(|n| n.numslots).sum::<usize>() == SLOTS;
         }
         let masters: Vec<&Node> = self.nodes.values().filter(|n| n.is_master() && n.numslots > 0).collect();
         self.size = masters.len();

@@ -42,8 +42,12 @@ fn db0_size(ctx: &Ctx<'_>) -> usize {
     ctx.ks.db(0).len()
 }
 
-fn keys_in_slot(ctx: &Ctx<'_>, slot: u16) -> Vec<Bytes> {
-    ctx.ks.db(0).keys().filter(|k| key_slot(k) == slot).map(|k| Bytes::copy_from_slice(k)).collect()
+fn keys_in_slot(ctx: &mut Ctx<'_>, slot: u16, count: usize) -> Vec<Bytes> {
+    ctx.ks.slot_keys(slot, count)
+}
+
+fn count_in_slot(ctx: &mut Ctx<'_>, slot: u16) -> usize {
+    ctx.ks.slot_count(slot)
 }
 
 fn changed(c: &mut Cluster) {
@@ -271,7 +275,7 @@ pub fn cluster_countkeysinslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Repl
     if !(0..SLOTS as i64).contains(&slot) {
         return Err(CmdError::other("ERR Invalid slot"));
     }
-    Ok(Reply::Int(keys_in_slot(ctx, slot as u16).len() as i64))
+    Ok(Reply::Int(count_in_slot(ctx, slot as u16) as i64))
 }
 
 pub fn cluster_getkeysinslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
@@ -280,8 +284,8 @@ pub fn cluster_getkeysinslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply,
     if !(0..SLOTS as i64).contains(&slot) || count < 0 {
         return Err(CmdError::other("ERR Invalid slot or number of keys"));
     }
-    let keys = keys_in_slot(ctx, slot as u16);
-    Ok(Reply::Array(keys.into_iter().take(count as usize).map(Reply::Bulk).collect()))
+    let keys = keys_in_slot(ctx, slot as u16, count as usize);
+    Ok(Reply::Array(keys.into_iter().map(Reply::Bulk).collect()))
 }
 
 pub fn cluster_meet(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
@@ -369,7 +373,7 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
     let slot = slot_arg(&args[2])?;
     let action = text(&args[3]).to_ascii_lowercase();
     let invalid = || CmdError::other("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
-    let held = keys_in_slot(ctx, slot).len();
+    let held = count_in_slot(ctx, slot);
     let c = cluster(ctx)?;
     let me = c.myself;
     match (action.as_str(), args.len()) {

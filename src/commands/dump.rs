@@ -162,12 +162,15 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     }
     let dbtext = dbid.to_string();
     encode(&mut out, &[b"SELECT", dbtext.as_bytes()]);
+    // Between cluster nodes the target is importing the slot: RESTORE-ASKING is served
+    // there without ASKING, as Redis's MIGRATE sends it.
+    let restore: &[u8] = if ctx.server.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
     for (key, ttl, payload) in &moving {
         let ttl = ttl.to_string();
         if replace {
-            encode(&mut out, &[b"RESTORE", key, ttl.as_bytes(), payload, b"REPLACE"]);
+            encode(&mut out, &[restore, key, ttl.as_bytes(), payload, b"REPLACE"]);
         } else {
-            encode(&mut out, &[b"RESTORE", key, ttl.as_bytes(), payload]);
+            encode(&mut out, &[restore, key, ttl.as_bytes(), payload]);
         }
     }
     let replies = match exchange(&args[1], &args[2], timeout, &out, moving.len() + 1 + auth.is_some() as usize) {

@@ -17,6 +17,7 @@ pub mod rdb_file;
 pub mod rdb_stream;
 pub mod set;
 mod siphash;
+mod slot_index;
 pub mod stream;
 mod stream_group;
 mod stream_node;
@@ -84,6 +85,8 @@ pub struct Db {
     clock: u32,
     /// The mark new entries get (the running rewrite's epoch: they are not part of it).
     pub snap_epoch: u32,
+    /// Cluster mode: the keys by hash slot (database 0 only; built when first asked for).
+    slot_index: Option<Box<slot_index::SlotIndex>>,
 }
 
 /// What a key costs besides its value's own estimate and its bytes kept apart
@@ -157,6 +160,9 @@ impl Db {
             if expire_at.is_some() {
                 self.volatile.insert(key.clone(), ());
             }
+            if let Some(ix) = self.slot_index.as_mut() {
+                ix.add(&key);
+            }
             self.keys.push_absent(hash, key, entry);
             return true;
         };
@@ -189,6 +195,9 @@ impl Db {
         if entry.expire_at().is_some() {
             self.volatile.insert(key.clone(), ());
         }
+        if let Some(ix) = self.slot_index.as_mut() {
+            ix.add(&key);
+        }
         self.keys.push_absent(hash, key, entry);
         true
     }
@@ -212,6 +221,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (k, entry) = self.keys.remove(key)?;
         self.mem -= entry_mem(&k, &entry);
+        if let Some(ix) = self.slot_index.as_mut() {
+            ix.remove(key);
+        }
         if entry.expire_at().is_some() {
             self.volatile.remove(key);
         }
@@ -268,10 +280,13 @@ impl Db {
     /// Removes every key; returns how many there were.
     pub fn clear(&mut self) -> usize {
         let n = self.keys.len();
-        let (clock, snap_epoch) = (self.clock, self.snap_epoch);
+        let (clock, snap_epoch, indexed) = (self.clock, self.snap_epoch, self.slot_index.is_some());
         *self = Db::default();
         self.clock = clock;
         self.snap_epoch = snap_epoch;
+        if indexed {
+            self.slot_index = Some(Box::new(slot_index::SlotIndex::build(std::iter::empty())));
+        }
         n
     }
 
@@ -293,6 +308,23 @@ impl Db {
 
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
         self.keys.keys()
+    }
+
+    /// The keys by hash slot (cluster mode), built from the keys present on first use.
+    fn slot_index(&mut self) -> &slot_index::SlotIndex {
+        if self.slot_index.is_none() {
+            self.slot_index = Some(Box::new(slot_index::SlotIndex::build(self.keys.keys())));
+        }
+        self.slot_index.as_deref().expect("just built")
+    }
+
+    /// The keys in hash slot `slot`.
+    pub fn keys_in_slot(&mut self, slot: u16) -> impl Iterator<Item = &Key> {
+        self.slot_index().keys(slot)
+    }
+
+    pub fn count_in_slot(&mut self, slot: u16) -> usize {
+        self.slot_index().count(slot)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
@@ -414,6 +446,16 @@ impl Keyspace {
             self.deletions.push((db, key.clone()));
         }
         self.evicted.push((db, key));
+    }
+
+    /// Up to `count` keys of database 0 in hash slot `slot` (cluster mode).
+    pub fn slot_keys(&mut self, slot: u16, count: usize) -> Vec<Bytes> {
+        self.dbs[0].keys_in_slot(slot).take(count).map(|k| Bytes::copy_from_slice(k)).collect()
+    }
+
+    /// How many keys of database 0 are in hash slot `slot`.
+    pub fn slot_count(&mut self, slot: u16) -> usize {
+        self.dbs[0].count_in_slot(slot)
     }
 
     pub fn db(&self, index: usize) -> &Db {

@@ -26,6 +26,10 @@ use crate::state::Client;
 pub(super) struct ClusterSide {
     links: HashMap<u64, UnboundedSender<Vec<u8>>>,
     last_cron: Option<Instant>,
+    /// The epochs and vote of the last nodes.conf write (a change is fsynced).
+    saved_epochs: (u64, u64, u64),
+    /// nodes.conf is behind the state (written by the next cron).
+    conf_dirty: bool,
 }
 
 /// Why a command is not served here (getNodeByQuery's error codes).
@@ -85,12 +89,16 @@ fn settings(config: &crate::config::Config) -> cl::Settings {
 }
 
 /// Writes nodes.conf whole, then renames it into place (a crash leaves the old or the new).
-fn write_conf(path: &str, text: &str) -> std::io::Result<()> {
+/// `fsync`: as Redis, only when an epoch or a vote changed (those must survive a crash: a
+/// node must never vote twice in one epoch); a slot's move is written without it.
+fn write_conf(path: &str, text: &str, fsync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = format!("{path}.tmp-{}", std::process::id());
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(text.as_bytes())?;
-    f.sync_all()?;
+    if fsync {
+        f.sync_all()?;
+    }
     std::fs::rename(&tmp, path)
 }
 
@@ -116,7 +124,7 @@ impl Executor {
             Err(e) => return Err(format!("Can't read the cluster config file {path}: {e}")),
         };
         log::notice(&format!("Node configuration loaded, I'm {}", cl::node::name_str(&cluster.myself)));
-        write_conf(&path, &cluster.render_conf(now)).map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
+        write_conf(&path, &cluster.render_conf(now), true).map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
         let binds: Vec<String> = self.server.config.get(P::Bind).split_whitespace().map(str::to_string).collect();
         let bus_port = match self.server.config.get_int(P::ClusterPort) {
             0 => self.server.config.get_int(P::Port) + 10000,
@@ -181,6 +189,18 @@ impl Executor {
         };
         c.cron(now, data_age.max(0));
         self.cluster_flush();
+        self.cluster_write_conf();
+    }
+
+    /// Writes nodes.conf if it is behind the state (the cron, and before the process ends).
+    pub(super) fn cluster_write_conf(&mut self) {
+        let Some(c) = self.server.cluster.as_deref() else { return };
+        if std::mem::take(&mut self.cluster.conf_dirty) {
+            let text = c.render_conf(crate::clock::now_ms());
+            if let Err(e) = write_conf(&self.conf_path(), &text, false) {
+                log::warning(&format!("Can't update the cluster config file: {e}"));
+            }
+        }
     }
 
     /// Carries out what the cluster state queued: messages, connections, closes, a
@@ -195,6 +215,11 @@ impl Executor {
         let pause = c.pause_writes_until.take();
         let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
         let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
+        let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
+        let fsync = save && self.cluster.saved_epochs != epochs;
+        if save {
+            self.cluster.saved_epochs = epochs;
+        }
         for a in actions {
             match a {
                 Action::Send { link, bytes } => {
@@ -208,8 +233,19 @@ impl Executor {
                 Action::Connect { node, ip, cport } => self.cluster_connect(node, ip, cport, timeout),
             }
         }
+        // An epoch or a vote is written (and synced) at once, as is CLUSTER SAVECONFIG's;
+        // other changes (a slot moved, a node met) with the next cron, at most 100 ms later:
+        // a reshard changes the file once per slot.
+        let now_wanted = fsync || self.server.cluster_save_reply;
         let saved = match conf {
-            Some(text) => write_conf(&self.conf_path(), &text).map_err(|e| e.to_string()),
+            Some(text) if now_wanted => {
+                self.cluster.conf_dirty = false;
+                write_conf(&self.conf_path(), &text, fsync).map_err(|e| e.to_string())
+            }
+            Some(_) => {
+                self.cluster.conf_dirty = true;
+                Ok(())
+            }
             None => Ok(()),
         };
         if let Err(e) = &saved {
@@ -260,7 +296,10 @@ impl Executor {
     /// Deletes the keys of slots another master took (Redis's delKeysInSlot), logged and
     /// replicated as DELs.
     fn delete_slot_keys(&mut self, slots: &[u16]) {
-        let keys: Vec<Bytes> = self.ks.db(0).keys().filter(|k| slots.contains(&key_slot(k))).map(|k| Bytes::copy_from_slice(k)).collect();
+        let mut keys: Vec<Bytes> = Vec::new();
+        for &s in slots {
+            keys.extend(self.ks.slot_keys(s, usize::MAX));
+        }
         if keys.is_empty() {
             return;
         }

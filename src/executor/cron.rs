@@ -136,6 +136,7 @@ impl Executor {
     }
 
     pub(super) fn shutdown(&mut self) {
+        self.cluster_write_conf();
         log::warning("User requested shutdown...");
         if self.log.aof.is_some() {
             log::notice("Calling fsync() on the AOF file.");
