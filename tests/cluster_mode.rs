@@ -243,6 +243,26 @@ fn a_mixed_cluster_of_redis_server_and_vermilion_nodes_works_both_ways() {
     let (masters, replicas) = roles(&c);
     assert_eq!((masters.len(), replicas.len()), (3, 3));
     write_and_read(&c, 500, &masters, &replicas);
+    publish_reaches_every_node(&c);
+}
+
+/// A PUBLISH on any node reaches subscribers on every node (the bus's PUBLISH), whichever
+/// server runs them.
+fn publish_reaches_every_node(c: &Cluster) {
+    let mut subs: Vec<RawConn> = c.ports.iter().map(|&p| RawConn::connect(p)).collect();
+    for s in subs.iter_mut() {
+        assert!(s.call(&[b"SUBSCRIBE", b"news"]).starts_with(b"*3\r\n$9\r\nsubscribe"));
+    }
+    for (i, &p) in c.ports.iter().enumerate() {
+        let mut publisher = RawConn::connect(p);
+        let text = format!("from-{i}");
+        // PUBLISH counts the receivers on its own node only, as in Redis.
+        assert_eq!(publisher.call(&[b"PUBLISH", b"news", text.as_bytes()]), b":1\r\n".to_vec());
+        for s in subs.iter_mut() {
+            let expected = format!("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{text}\r\n", text.len());
+            assert_eq!(String::from_utf8_lossy(&s.read_reply()), expected);
+        }
+    }
 }
 
 #[test]

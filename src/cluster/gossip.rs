@@ -177,6 +177,11 @@ impl Cluster {
                     }
                 }
             }
+            kind::PUBLISH | kind::PUBLISHSHARD if known => {
+                if let Body::Publish { channel, message } = m.body {
+                    self.published.push((channel, message, h.kind == kind::PUBLISHSHARD));
+                }
+            }
             kind::FAILOVER_AUTH_REQUEST if known => {
                 let force = Cluster::force_ack(h.mflags[0]);
                 let (epoch, config_epoch, slots) = (h.current_epoch, h.config_epoch, h.myslots.clone());
@@ -675,5 +680,30 @@ fn gossip_entry(n: &Node) -> Gossip {
         cport: n.cport,
         flags: n.flags,
         pport: n.pport,
+    }
+}
+
+impl Cluster {
+    /// A PUBLISH to pass on (clusterPropagatePublish): to every node, or for SPUBLISH to
+    /// the nodes serving this node's slots (its master or replicas).
+    pub fn propagate_publish(&mut self, channel: &[u8], message: &[u8], shard: bool) {
+        let mut h = self.header(if shard { kind::PUBLISHSHARD } else { kind::PUBLISH });
+        h.count = 0;
+        let m = Message { header: h, body: Body::Publish { channel: channel.to_vec(), message: message.to_vec() } };
+        if !shard {
+            self.broadcast(&m);
+            return;
+        }
+        let master = self.master_of(&self.myself).unwrap_or(self.myself);
+        let links: Vec<LinkId> = self
+            .nodes
+            .values()
+            .filter(|n| !n.has(flag::MYSELF | flag::HANDSHAKE))
+            .filter(|n| n.name == master || (!n.is_master() && n.slaveof == Some(master)))
+            .filter_map(|n| n.link)
+            .collect();
+        for link in links {
+            self.send(link, &m);
+        }
     }
 }

@@ -22,6 +22,7 @@ pub struct Settings {
     pub allow_reads_when_down: bool,
     /// `cluster-replica-validity-factor`.
     pub validity_factor: i64,
+    pub allow_pubsubshard_when_down: bool,
 }
 
 /// What the bus side must do, collected as the state changes.
@@ -87,6 +88,9 @@ pub struct Cluster {
     /// Slots this node (or its master) lost to another owner: their keys go (the executor
     /// deletes them).
     pub lost: Vec<u16>,
+    /// PUBLISH and SPUBLISH messages from the bus, for this node's subscribers (the
+    /// executor delivers them): channel, message, shard.
+    pub published: Vec<(Vec<u8>, Vec<u8>, bool)>,
     /// This node became a replica (of `me().slaveof`): the executor follows it.
     pub role_changed: bool,
     /// This node's failover election, and a manual failover in progress (`failover.rs`).
@@ -134,6 +138,7 @@ impl Cluster {
             cron_ticks: 0,
             rng: (now as u64) ^ 0x9e37_79b9_7f4a_7c15 | 1,
             lost: Vec::new(),
+            published: Vec::new(),
             role_changed: false,
             election: super::failover::Election { mf_master_offset: -1, ..Default::default() },
             pause_writes_until: None,

@@ -267,16 +267,33 @@ fn receivers(server: &ServerState, channel: &Bytes, shard: bool) -> i64 {
 /// PUBLISH channel message
 /// ```
 pub fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    ctx.effects.logged = super::Logged::ToReplicas;
-    Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], false)))
+    let receivers = publish_message(ctx, &args[1], &args[2], false);
+    propagate(ctx, args, false);
+    Ok(Reply::Int(receivers))
+}
+
+/// Where a PUBLISH goes besides this node's subscribers: in cluster mode over the bus to
+/// every node (SPUBLISH: to the nodes serving this shard), and not to replicas, as Redis
+/// does; else to replicas.
+fn propagate(ctx: &mut Ctx<'_>, args: &[Bytes], shard: bool) {
+    match ctx.server.cluster.as_deref_mut() {
+        Some(c) => {
+            if !ctx.effects.private {
+                c.propagate_publish(&args[1], &args[2], shard);
+            }
+            ctx.effects.logged = super::Logged::As(Vec::new());
+        }
+        None => ctx.effects.logged = super::Logged::ToReplicas,
+    }
 }
 
 /// ```text
 /// SPUBLISH shardchannel message
 /// ```
 pub fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    ctx.effects.logged = super::Logged::ToReplicas;
-    Ok(Reply::Int(publish_message(ctx, &args[1], &args[2], true)))
+    let receivers = publish_message(ctx, &args[1], &args[2], true);
+    propagate(ctx, args, true);
+    Ok(Reply::Int(receivers))
 }
 
 fn channels_matching(map: &std::collections::HashMap<Bytes, Vec<ClientId>>, pattern: Option<&Bytes>) -> Reply {

@@ -85,6 +85,7 @@ fn settings(config: &crate::config::Config) -> cl::Settings {
         require_full_coverage: config.get(P::ClusterRequireFullCoverage) == "yes",
         allow_reads_when_down: config.get(P::ClusterAllowReadsWhenDown) == "yes",
         validity_factor: config.get_int(P::ClusterReplicaValidityFactor).max(0),
+        allow_pubsubshard_when_down: config.get(P::ClusterAllowPubsubshardWhenDown) == "yes",
     }
 }
 
@@ -213,6 +214,7 @@ impl Executor {
         let lost = std::mem::take(&mut c.lost);
         let role_changed = std::mem::take(&mut c.role_changed);
         let pause = c.pause_writes_until.take();
+        let published = std::mem::take(&mut c.published);
         let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
         let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
         let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
@@ -253,6 +255,13 @@ impl Executor {
         }
         if std::mem::take(&mut self.server.cluster_save_reply) {
             self.cluster_save_result = Some(saved);
+        }
+        if !published.is_empty() {
+            let mut pushed = Vec::new();
+            for (channel, message, shard) in published {
+                crate::commands::pubsub::publish_raw(&mut self.server, None, &channel.into(), &message.into(), shard, &mut pushed);
+            }
+            self.touched.append(&mut pushed);
         }
         match pause {
             // A manual failover's pause of writes, and its end.
@@ -328,9 +337,11 @@ impl Executor {
         let mut owner: Option<Name> = None;
         let (mut migrating, mut importing, mut multiple, mut missing, mut existing) = (false, false, false, 0, 0);
         let mut writes = false;
+        let mut shard_pubsub = false;
         for (qc, qa) in &queued {
             writes |= qc.has(Flag::Write);
-            for pos in keyspec::getkeys(qc, qa) {
+            shard_pubsub |= qc.has(Flag::PubSub);
+            for pos in route_keys(qc, qa) {
                 let Some(key) = qa.get(pos) else { continue };
                 let s = key_slot(key);
                 match slot {
@@ -352,7 +363,7 @@ impl Executor {
                         }
                     }
                 }
-                if migrating || importing {
+                if (migrating || importing) && !shard_pubsub {
                     if self.ks.db(0).position(key).is_some() {
                         existing += 1;
                     } else {
@@ -363,7 +374,11 @@ impl Executor {
         }
         let (Some(slot), Some(owner)) = (slot, owner) else { return Ok(None) };
         if c.state != cl::state::STATE_OK {
-            if !c.settings.allow_reads_when_down {
+            if shard_pubsub {
+                if !c.settings.allow_pubsubshard_when_down {
+                    return Err(Redirect::DownState);
+                }
+            } else if !c.settings.allow_reads_when_down {
                 return Err(Redirect::DownState);
             }
             if writes {
@@ -386,7 +401,7 @@ impl Executor {
             }
             return Ok(Some(slot));
         }
-        if client.cluster_readonly && !writes && c.my_master() == Some(owner) {
+        if (client.cluster_readonly || shard_pubsub) && !writes && c.my_master() == Some(owner) {
             return Ok(Some(slot));
         }
         if owner != c.myself {
@@ -404,7 +419,7 @@ impl Executor {
         if client.id >= u64::MAX - 1 {
             return None;
         }
-        if !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) {
+        if !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) && cmd.first_key <= 0 {
             return None;
         }
         let redirect = self.cluster_route(client, cmd, args).err()?;
@@ -463,6 +478,17 @@ impl Executor {
     /// INFO's `cluster_enabled`.
     pub fn cluster_enabled(&self) -> bool {
         self.server.cluster.is_some()
+    }
+}
+
+/// The keys a command is routed by: its key specs', or for shard channels (SPUBLISH,
+/// SSUBSCRIBE: specs marked not-key) the legacy key range, as Redis's getKeysFromCommand.
+fn route_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+    let keys = keyspec::getkeys(cmd, args);
+    if keys.is_empty() && cmd.first_key > 0 {
+        cmd.key_positions(args.len())
+    } else {
+        keys
     }
 }
 
