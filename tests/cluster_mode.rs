@@ -360,6 +360,9 @@ fn cluster_commands_and_errors_match_redis() {
         &["SWAPDB", "0", "1"],
         &["COPY", "foo", "bar", "DB", "1"],
         &["PING"],
+        &["EVAL", "#!lua flags=no-cluster\nreturn 1", "0"],
+        &["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "x"],
+        &["SPUBLISH", "ch", "m"],
         &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
         &["CLUSTER", "SET-CONFIG-EPOCH", "5"],
         &["CLUSTER", "SET-CONFIG-EPOCH", "6"],
@@ -724,4 +727,31 @@ fn redis_cli_fix_repairs_open_and_uncovered_slots() {
     let out = fix.wait_with_output().expect("fix");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     c.check();
+}
+
+/// Replica migration: a master whose only replica dies gets one of the replicas of the
+/// master that has two (after Redis's 5 s delay).
+#[test]
+fn an_orphaned_master_gets_a_replica_from_the_master_with_two() {
+    let c = Cluster::start(7, 1, "", "");
+    c.wait_settled(3, 4);
+    let topo = topology(&c, 0);
+    let count = |m: &str| topo.iter().filter(|t| t.2.as_deref() == Some(m)).count();
+    let (rich, _) =
+        topo.iter().filter(|t| t.2.is_none()).map(|t| (t.1.clone(), count(&t.1))).find(|(_, n)| *n == 2).expect("a master with 2 replicas");
+    let (poor, _) =
+        topo.iter().filter(|t| t.2.is_none()).map(|t| (t.1.clone(), count(&t.1))).find(|(_, n)| *n == 1).expect("a master with 1");
+    let lone = topo.iter().find(|t| t.2.as_deref() == Some(poor.as_str())).expect("its replica").0;
+    let pid = pid_of(lone).expect("pid");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = topology(&c, index_of(&c, topo.iter().find(|t| t.1 == rich).expect("rich").0));
+        let live = |m: &str| now.iter().filter(|t| t.2.as_deref() == Some(m) && !t.3).count();
+        if live(&poor) == 1 && live(&rich) == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no replica migrated:\n{}", c.nodes(0));
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

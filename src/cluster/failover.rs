@@ -272,3 +272,68 @@ impl Cluster {
         mflags & MFLAG_FORCEACK != 0
     }
 }
+
+/// How long a master must stay orphaned before a replica moves to it
+/// (`CLUSTER_SLAVE_MIGRATION_DELAY`).
+const MIGRATION_DELAY_MS: i64 = 5000;
+
+impl Cluster {
+    /// Working replicas of master `m` (not failing, not suspected).
+    fn ok_replicas(&self, m: &Name) -> usize {
+        self.nodes.values().filter(|n| !n.is_master() && n.slaveof == Some(*m) && !n.has(flag::FAIL | flag::PFAIL)).count()
+    }
+
+    /// Replica migration (clusterHandleSlaveMigration): a master left without a working
+    /// replica gets one from the master with the most, once it stayed so for 5 s; of that
+    /// master's replicas the one with the smallest name moves (`cluster-migration-barrier`
+    /// replicas stay behind at least).
+    pub fn handle_replica_migration(&mut self, now: i64) {
+        if !self.settings.allow_replica_migration || self.state != super::state::STATE_OK {
+            return;
+        }
+        let Some(mine) = self.my_master() else { return };
+        let masters: Vec<(Name, usize, bool)> = self
+            .nodes
+            .values()
+            .filter(|n| n.is_master() && !n.failed())
+            .map(|n| (n.name, self.ok_replicas(&n.name), n.numslots > 0 && n.has(super::node::MIGRATE_TO)))
+            .collect();
+        let max = masters.iter().map(|m| m.1).max().unwrap_or(0);
+        let orphans = masters.iter().filter(|m| m.1 == 0 && m.2).count();
+        let this = self.ok_replicas(&mine);
+        // Orphaned since when, for every master (reset once it has a replica).
+        for (name, ok, migrate_to) in &masters {
+            if let Some(n) = self.nodes.get_mut(name) {
+                if *ok == 0 && *migrate_to {
+                    if n.orphaned_time == 0 {
+                        n.orphaned_time = now;
+                    }
+                } else {
+                    n.orphaned_time = 0;
+                }
+            }
+        }
+        if orphans == 0 || max < 2 || this != max || this <= self.settings.migration_barrier {
+            return;
+        }
+        let target = masters.iter().find(|m| m.1 == 0 && m.2).map(|m| m.0);
+        // The candidate: the smallest name among the replicas of the masters with the most.
+        let mut candidate = self.myself;
+        for (name, ok, _) in &masters {
+            if *ok != max {
+                continue;
+            }
+            for r in self.nodes.values().filter(|n| !n.is_master() && n.slaveof == Some(*name)) {
+                if r.name < candidate {
+                    candidate = r.name;
+                }
+            }
+        }
+        let Some(target) = target else { return };
+        let since = self.nodes.get(&target).map_or(now, |n| n.orphaned_time);
+        if candidate == self.myself && now - since > MIGRATION_DELAY_MS {
+            crate::log::notice(&format!("Migrating to orphaned master {}", super::node::name_str(&target)));
+            self.set_my_master(target);
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! Everything here changes the [`Cluster`] and queues [`Action`]s; nothing does I/O.
 
 use super::bus::{self, flag, kind, Body, Gossip, Header, Message, NAME_LEN};
-use super::node::{LinkId, Name, Node};
+use super::node::{LinkId, Name, Node, MIGRATE_TO};
 use super::nodes_conf::NOFAILOVER;
 use super::slot::SLOTS;
 use super::state::{normalize_ip, Action, Cluster, Link, STATE_FAIL};
@@ -325,8 +325,11 @@ impl Cluster {
                         }
                     }
                     let n = self.nodes.get_mut(&sender_name).expect("known");
-                    n.flags = (n.flags & !(flag::MASTER)) | flag::SLAVE;
+                    n.flags = (n.flags & !(flag::MASTER | MIGRATE_TO)) | flag::SLAVE;
                     n.slaveof = Some(master);
+                    if let Some(m) = self.nodes.get_mut(&master) {
+                        m.flags |= MIGRATE_TO;
+                    }
                     self.save_pending = true;
                 }
             }
@@ -411,6 +414,10 @@ impl Cluster {
         let Some(n) = self.nodes.get_mut(name) else { return };
         if n.is_master() {
             return;
+        }
+        // A promoted replica took over a master that had replicas.
+        if n.slaveof.is_some() && !n.has(flag::MYSELF) {
+            n.flags |= MIGRATE_TO;
         }
         n.flags = (n.flags & !flag::SLAVE) | flag::MASTER;
         n.slaveof = None;
@@ -572,6 +579,7 @@ impl Cluster {
         self.manual_failover_cron(now);
         if !self.me().is_master() {
             self.handle_replica_failover(now, data_age_ms);
+            self.handle_replica_migration(now);
         }
         let timeout = self.settings.node_timeout.max(1);
         let handshake_timeout = timeout.max(1000);

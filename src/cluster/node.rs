@@ -67,7 +67,13 @@ pub struct Node {
     pub fail_reports: Vec<(Name, i64)>,
     pub slots: Box<[u8; SLOT_BYTES]>,
     pub numslots: usize,
+    /// Since when this master has no working replica (replica migration; 0: it has one).
+    pub orphaned_time: i64,
 }
+
+/// `CLUSTER_NODE_MIGRATE_TO`: a master that had replicas, which an orphaned one may get back
+/// by replica migration (never shown in CLUSTER NODES).
+pub const MIGRATE_TO: u16 = 256;
 
 impl Node {
     pub fn new(name: Name, flags: u16, now: i64) -> Node {
@@ -93,6 +99,7 @@ impl Node {
             fail_reports: Vec::new(),
             slots: Box::new([0; SLOT_BYTES]),
             numslots: 0,
+            orphaned_time: 0,
         }
     }
 

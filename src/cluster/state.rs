@@ -23,6 +23,9 @@ pub struct Settings {
     /// `cluster-replica-validity-factor`.
     pub validity_factor: i64,
     pub allow_pubsubshard_when_down: bool,
+    pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`.
+    pub migration_barrier: usize,
 }
 
 /// What the bus side must do, collected as the state changes.

@@ -86,6 +86,8 @@ fn settings(config: &crate::config::Config) -> cl::Settings {
         allow_reads_when_down: config.get(P::ClusterAllowReadsWhenDown) == "yes",
         validity_factor: config.get_int(P::ClusterReplicaValidityFactor).max(0),
         allow_pubsubshard_when_down: config.get(P::ClusterAllowPubsubshardWhenDown) == "yes",
+        allow_replica_migration: config.get(P::ClusterAllowReplicaMigration) == "yes",
+        migration_barrier: config.get_int(P::ClusterMigrationBarrier).max(0) as usize,
     }
 }
 

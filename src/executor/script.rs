@@ -278,6 +278,9 @@ impl Executor {
             return None;
         }
         let top = !client.in_exec();
+        if flags.no_cluster && self.server.cluster.is_some() {
+            return Some(Reply::error("ERR Can not run script on cluster, 'no-cluster' flag is set."));
+        }
         if oom && !flags.allow_oom && !flags.no_writes {
             return Some(Reply::error(if top {
                 "OOM command not allowed when used memory > 'maxmemory'."
