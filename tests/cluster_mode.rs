@@ -420,24 +420,25 @@ fn kill_master_and_check(c: &Cluster, victim: usize, dead: &[usize]) -> (usize, 
         .filter(|k| owns(&victim_line, vermilion::cluster::slot::key_slot(k.as_bytes())))
         .take(400)
         .collect();
-    let mut direct = RawConn::connect(c.ports[victim]);
-    let mut waited = Vec::new();
-    for k in &keys[..200] {
-        assert_eq!(direct.call(&[b"SET", k.as_bytes(), b"w"]), b"+OK\r\n".to_vec());
-        if direct.call(&[b"WAIT", b"1", b"2000"]) == b":1\r\n".to_vec() {
-            waited.push(k.clone());
-        }
-    }
-    assert_eq!(waited.len(), 200, "WAIT 1 confirmed every write");
-    let mut plain = 0;
-    for k in &keys[200..] {
-        if direct.call(&[b"SET", k.as_bytes(), b"p"]) == b"+OK\r\n".to_vec() {
-            plain += 1;
-        }
-    }
+    // Writers on the victim while it dies: two with SET alone, two with SET then WAIT 1;
+    // each keeps the keys it was told were written (WAIT's: those a replica acknowledged).
+    let tag = keys[0].clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (port, tag, stop) = (c.ports[victim], tag.clone(), stop.clone());
+            std::thread::spawn(move || write_until_failure(port, &tag, w, w >= 2, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
     let pid = pid_of(c.ports[victim]).expect("pid");
     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     let killed = Instant::now();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written: Vec<(bool, Vec<String>)> = writers.into_iter().enumerate().map(|(w, h)| (w >= 2, h.join().expect("writer"))).collect();
+    let waited: Vec<String> = written.iter().filter(|(w, _)| *w).flat_map(|(_, k)| k.clone()).collect();
+    let plain_keys: Vec<String> = written.iter().filter(|(w, _)| !*w).flat_map(|(_, k)| k.clone()).collect();
+    assert!(!waited.is_empty() && !plain_keys.is_empty(), "the writers wrote");
     // The replica becomes a master, and every other node says ok.
     let deadline = Instant::now() + Duration::from_secs(30);
     let alive: Vec<usize> = (0..c.ports.len()).filter(|&i| i != victim && !dead.contains(&i)).collect();
@@ -456,9 +457,10 @@ fn kill_master_and_check(c: &Cluster, victim: usize, dead: &[usize]) -> (usize, 
     eprintln!("failover took {:?}", killed.elapsed());
     let mut new_master = RawConn::connect(replica_port);
     for k in &waited {
-        assert_eq!(new_master.call(&[b"GET", k.as_bytes()]), b"$1\r\nw\r\n".to_vec(), "{k}: acknowledged with WAIT 1 and lost");
+        assert_eq!(new_master.call(&[b"GET", k.as_bytes()]), b"$1\r\nv\r\n".to_vec(), "{k}: acknowledged with WAIT 1 and lost");
     }
-    let kept = keys[200..].iter().filter(|k| new_master.call(&[b"GET", k.as_bytes()]) == b"$1\r\np\r\n".to_vec()).count();
+    let kept = plain_keys.iter().filter(|k| new_master.call(&[b"GET", k.as_bytes()]) == b"$1\r\nv\r\n".to_vec()).count();
+    eprintln!("WAIT 1: {} writes acknowledged by a replica, none lost", waited.len());
     // The cluster client goes on. The redis crate's sync client retries a refused
     // connection to the dead node without reading the slots again (its retry policy for I/O
     // errors), so after such an error it connects again, from the live nodes, as an
@@ -481,7 +483,48 @@ fn kill_master_and_check(c: &Cluster, victim: usize, dead: &[usize]) -> (usize, 
         }
     }
     assert_eq!(new_master.call(&[b"GET", keys[0].as_bytes()]), b"$5\r\nafter\r\n".to_vec());
-    (plain, plain - kept)
+    (plain_keys.len(), plain_keys.len() - kept)
+}
+
+/// Writes `{tag}:w:i` = v to the node at `port` until it fails or `stop`; with `wait`, each
+/// SET is followed by WAIT 1 1000 and counts only if a replica acknowledged it. Returns the
+/// keys that count.
+fn write_until_failure(port: u16, tag: &str, w: usize, wait: bool, stop: &std::sync::atomic::AtomicBool) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return Vec::new() };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut out = stream;
+    let mut done = Vec::new();
+    let mut line = String::new();
+    for i in 0.. {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let key = format!("{{{tag}}}:{w}:{i}");
+        let mut cmd = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len());
+        if wait {
+            cmd.push_str("*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$4\r\n1000\r\n");
+        }
+        if out.write_all(cmd.as_bytes()).is_err() {
+            break;
+        }
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line != "+OK\r\n" {
+            break;
+        }
+        if wait {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if line != ":1\r\n" {
+                continue;
+            }
+        }
+        done.push(key);
+    }
+    done
 }
 
 #[test]
@@ -490,6 +533,7 @@ fn kill_9_of_a_master_promotes_its_replica() {
     c.wait_settled(3, 3);
     let (sent, lost) = kill_master_and_check(&c, 0, &[]);
     eprintln!("without WAIT: {lost} of {sent} acknowledged writes lost");
+    assert!(sent > 0);
     let out = Command::new("redis-cli").args(["--cluster", "check", &c.addr(1)]).output().expect("redis-cli");
     assert!(String::from_utf8_lossy(&out.stdout).contains("[OK] All 16384 slots covered."));
 }
