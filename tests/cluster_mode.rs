@@ -223,6 +223,26 @@ fn redis_cli_creates_a_cluster_of_vermilion_nodes_that_clients_use() {
     let value = key.replace("key", "value");
     assert_eq!(raw.call(&[b"GET", key.as_bytes()]), format!("${}\r\n{value}\r\n", value.len()).into_bytes());
     assert!(raw.call(&[b"SET", key.as_bytes(), b"x"]).starts_with(b"-MOVED"), "writes still go to the master");
+
+    // SPUBLISH goes by the channel's slot, and reaches the shard's replica too.
+    let channel = key.clone();
+    let master_port: u16 =
+        master_line.split(' ').nth(1).and_then(|a| a.split(['@', ':']).nth(1)).and_then(|p| p.parse().ok()).expect("port");
+    let mut sub = RawConn::connect(c.ports[replica]);
+    assert!(sub.call(&[b"SSUBSCRIBE", channel.as_bytes()]).starts_with(b"*3\r\n$10\r\nssubscribe"));
+    let other_master = masters.iter().map(|&i| c.ports[i]).find(|&p| p != master_port).expect("another master");
+    assert!(RawConn::connect(other_master).call(&[b"SPUBLISH", channel.as_bytes(), b"hi"]).starts_with(b"-MOVED"));
+    assert_eq!(RawConn::connect(master_port).call(&[b"SPUBLISH", channel.as_bytes(), b"hi"]), b":0\r\n".to_vec());
+    let expected = format!("*3\r\n$8\r\nsmessage\r\n${}\r\n{channel}\r\n$2\r\nhi\r\n", channel.len());
+    assert_eq!(String::from_utf8_lossy(&sub.read_reply()), expected);
+
+    // redis-benchmark in cluster mode, unmodified.
+    let out = Command::new("redis-benchmark")
+        .args(["--cluster", "-p", &c.ports[0].to_string(), "-n", "3000", "-c", "10", "-r", "1000", "-t", "set,get", "-q"])
+        .output()
+        .expect("redis-benchmark");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "\n");
+    assert!(text.contains("SET: ") && text.contains("GET: ") && text.matches("requests per second").count() >= 2, "{text}");
 }
 
 /// Whether a CLUSTER NODES line's slot ranges hold `slot`.
@@ -556,6 +576,15 @@ fn cluster_failover_on_a_replica_hands_over_in_three_ways() {
     for how in [None, Some("FORCE"), Some("TAKEOVER")] {
         let topo = topology(&c, 0);
         let (replica_port, master_id) = topo.iter().find_map(|t| t.2.clone().map(|m| (t.0, m))).expect("a replica");
+        // A client blocked on the master's key is redirected once the slot moves.
+        let master_port = topo.iter().find(|t| t.1 == master_id).expect("master").0;
+        let master_line = topology_line(master_port);
+        let key = (0..10_000)
+            .map(|i| format!("q{i}"))
+            .find(|k| owns(&master_line, vermilion::cluster::slot::key_slot(k.as_bytes())))
+            .expect("a key");
+        let mut blocked = RawConn::connect(master_port);
+        blocked.send(format!("*3\r\n$5\r\nBLPOP\r\n${}\r\n{key}\r\n$1\r\n0\r\n", key.len()).as_bytes());
         let mut r = RawConn::connect(replica_port);
         let mut args: Vec<&[u8]> = vec![b"CLUSTER", b"FAILOVER"];
         if let Some(h) = how {
@@ -573,6 +602,8 @@ fn cluster_failover_on_a_replica_hands_over_in_three_ways() {
             assert!(Instant::now() < deadline, "{how:?}: no hand-over\n{}", c.nodes(index_of(&c, replica_port)));
             std::thread::sleep(Duration::from_millis(100));
         }
+        let slot = vermilion::cluster::slot::key_slot(key.as_bytes());
+        assert_eq!(String::from_utf8_lossy(&blocked.read_reply()), format!("-MOVED {slot} 127.0.0.1:{replica_port}\r\n"), "{how:?}");
         c.wait_settled(3, 3);
     }
     c.check();
@@ -798,4 +829,53 @@ fn an_orphaned_master_gets_a_replica_from_the_master_with_two() {
         assert!(Instant::now() < deadline, "no replica migrated:\n{}", c.nodes(0));
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A master with two replicas dies: one replica is promoted and the other follows it (with
+/// its data from the new master, nothing deleted on the way); CLUSTER RESET then turns that
+/// replica into an empty master alone.
+#[test]
+fn the_other_replica_follows_the_promoted_one() {
+    let c = Cluster::start(7, 1, "", "");
+    c.wait_settled(3, 4);
+    let topo = topology(&c, 0);
+    let count = |m: &str| topo.iter().filter(|t| t.2.as_deref() == Some(m)).count();
+    let rich = topo.iter().find(|t| t.2.is_none() && count(&t.1) == 2).expect("a master with 2 replicas").clone();
+    let siblings: Vec<u16> = topo.iter().filter(|t| t.2.as_deref() == Some(rich.1.as_str())).map(|t| t.0).collect();
+    let line = topology_line(rich.0);
+    let mut m = RawConn::connect(rich.0);
+    let keys: Vec<String> =
+        (0..20_000).map(|i| format!("s{i}")).filter(|k| owns(&line, vermilion::cluster::slot::key_slot(k.as_bytes()))).take(300).collect();
+    for k in &keys {
+        assert_eq!(m.call(&[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n".to_vec());
+    }
+    assert_eq!(m.call(&[b"WAIT", b"2", b"5000"]), b":2\r\n".to_vec());
+    let pid = pid_of(rich.0).expect("pid");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (winner, other) = loop {
+        let roles: Vec<(u16, Option<String>)> =
+            siblings.iter().map(|&p| (p, topology_line(p).split(' ').nth(3).filter(|m| *m != "-").map(str::to_string))).collect();
+        if let Some(w) = roles.iter().find(|r| r.1.is_none()) {
+            let wid = id_of(w.0);
+            if let Some(o) = roles.iter().find(|r| r.1.as_deref() == Some(wid.as_str())) {
+                break (w.0, o.0);
+            }
+        }
+        assert!(Instant::now() < deadline, "the sibling did not follow: {roles:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.dbsize(index_of(&c, other)) != keys.len() as i64 {
+        assert!(Instant::now() < deadline, "the follower has {} keys", c.dbsize(index_of(&c, other)));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(c.dbsize(index_of(&c, winner)), keys.len() as i64);
+    let mut o = RawConn::connect(other);
+    assert_eq!(o.call(&[b"CLUSTER", b"RESET"]), b"+OK\r\n".to_vec());
+    assert_eq!(o.call(&[b"DBSIZE"]), b":0\r\n".to_vec());
+    let me = topology_line(other);
+    assert!(me.contains("myself,master"), "{me}");
+    let info = String::from_utf8_lossy(&o.call(&[b"CLUSTER", b"INFO"])).into_owned();
+    assert!(info.contains("cluster_known_nodes:1\r\n"), "{info}");
 }

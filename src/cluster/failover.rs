@@ -70,7 +70,7 @@ impl Cluster {
         let auth_retry = auth_timeout * 2;
         // Too old a copy may not take over (cluster-replica-validity-factor).
         let age = (data_age_ms - timeout).max(0);
-        if self.settings.validity_factor > 0 && !manual && age > 1000 + timeout * self.settings.validity_factor {
+        if self.settings.validity_factor > 0 && !manual && age > self.settings.ping_period_ms + timeout * self.settings.validity_factor {
             return;
         }
         let e = &mut self.election;
@@ -240,6 +240,16 @@ impl Cluster {
         if self.election.mf_end != 0 && self.election.mf_master_offset == -1 && mflags & MFLAG_PAUSED != 0 {
             self.election.mf_master_offset = offset as i64;
         }
+    }
+
+    /// A manual failover this node served or ran is over: writes resume.
+    pub fn end_manual_failover(&mut self) {
+        if self.election.mf_slave.take().is_some() {
+            self.pause_writes_until = Some(0);
+        }
+        self.election.mf_end = 0;
+        self.election.mf_master_offset = -1;
+        self.election.mf_can_start = false;
     }
 
     /// Every cron tick: a manual failover in progress goes on or times out.

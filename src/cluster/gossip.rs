@@ -24,10 +24,15 @@ impl Cluster {
     pub fn link_up(&mut self, link: LinkId, node: Option<Name>, inbound: bool, peer_ip: String, local_ip: String, now: i64) {
         self.links.insert(link, Link { node, inbound, peer_ip, local_ip, ctime: now });
         let Some(name) = node else { return };
-        let Some(n) = self.nodes.get_mut(&name) else {
+        let Some(n) = self.nodes.get(&name) else {
             self.free_link(link);
             return;
         };
+        // A second connection made meanwhile (the address changed): the newest one stays.
+        if let Some(old) = n.link.filter(|l| *l != link) {
+            self.free_link(old);
+        }
+        let Some(n) = self.nodes.get_mut(&name) else { return };
         n.link = Some(link);
         n.connecting = false;
         // A handshake node is met; a known one pinged (Redis's clusterLinkConnectHandler).
@@ -143,7 +148,7 @@ impl Cluster {
                 self.save_pending = true;
             }
             let sender = self.nodes.get_mut(&sender_name).expect("known");
-            if h.config_epoch > sender.config_epoch && h.flags & flag::MASTER != 0 {
+            if h.config_epoch > sender.config_epoch {
                 sender.config_epoch = h.config_epoch;
                 self.save_pending = true;
             }
@@ -431,10 +436,16 @@ impl Cluster {
         if sender == self.myself {
             return;
         }
-        let my_master = self.my_master();
-        let mut lost_mine = false;
+        // The master whose slots this node serves: itself, or its master.
+        let curmaster = self.my_master().unwrap_or(self.myself);
+        let (mut sender_slots, mut migrated_ours, mut newmaster) = (0, 0, false);
+        let mut dirty = Vec::new();
         for s in 0..SLOTS as u16 {
-            if !bit(slots, s) || self.slots[s as usize] == Some(sender) || self.importing.contains_key(&s) {
+            if !bit(slots, s) {
+                continue;
+            }
+            sender_slots += 1;
+            if self.slots[s as usize] == Some(sender) || self.importing.contains_key(&s) {
                 continue;
             }
             let current = self.slots[s as usize];
@@ -442,26 +453,34 @@ impl Cluster {
             if !older {
                 continue;
             }
-            if current == Some(self.myself) || (my_master.is_some() && current == my_master) {
-                lost_mine = true;
-                self.lost.push(s);
+            if current == Some(self.myself) {
+                dirty.push(s);
+            }
+            if current == Some(curmaster) {
+                newmaster = true;
+                migrated_ours += 1;
             }
             self.set_owner(s, Some(sender));
             self.save_pending = true;
         }
-        // A master left without slots follows the node that took them (a failed-over
-        // master coming back becomes a replica).
-        if lost_mine && self.election.mf_slave.is_some() {
-            // A manual failover this master served is over: writes resume.
-            self.election.mf_end = 0;
-            self.election.mf_slave = None;
-            self.pause_writes_until = Some(0);
-        }
-        if lost_mine && self.me().is_master() && self.me().numslots == 0 {
-            let me = self.me_mut();
-            me.flags = (me.flags & !flag::MASTER) | flag::SLAVE;
-            me.slaveof = Some(sender);
-            self.role_changed = true;
+        let cur_empty = self.nodes.get(&curmaster).is_none_or(|n| n.numslots == 0);
+        let grandmaster = self.my_master().and_then(|m| self.nodes.get(&m)).and_then(|m| m.slaveof.filter(|_| !m.is_master()));
+        if newmaster && cur_empty && (self.settings.allow_replica_migration || sender_slots == migrated_ours) {
+            // This node's master (or this master) lost its last slot to the sender: it
+            // follows the sender (a failed-over master back, a sibling replica after a
+            // failover). Its data comes from the new master's full sync: nothing is deleted.
+            crate::log::notice(&format!(
+                "Configuration change detected. Reconfiguring myself as a replica of {}",
+                super::node::name_str(&sender)
+            ));
+            self.end_manual_failover();
+            self.set_my_master(sender);
+        } else if let Some(g) = grandmaster.filter(|g| *g != self.myself) {
+            // A replica of a replica follows the master at the top.
+            self.set_my_master(g);
+        } else {
+            // Slots this master lost while keeping others: their keys go.
+            self.lost.extend(dirty);
         }
         self.update_state();
     }
@@ -500,10 +519,15 @@ impl Cluster {
                 // A node we cannot reach announced elsewhere at another address.
                 let ip = normalize_ip(&bus::field_text(&g.ip));
                 if n.has(flag::FAIL | flag::PFAIL)
-                    && n.link.is_none()
+                    && g.flags & (flag::NOADDR | flag::FAIL | flag::PFAIL) == 0
                     && (n.ip != ip || n.port != g.port || n.cport != g.cport)
                     && !ip.is_empty()
                 {
+                    if let Some(link) = n.link.take() {
+                        self.free_link(link);
+                    }
+                    let Some(n) = self.nodes.get_mut(&g.nodename) else { continue };
+                    n.connecting = false;
                     n.ip = ip;
                     n.port = g.port;
                     n.cport = g.cport;

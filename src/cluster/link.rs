@@ -22,6 +22,9 @@ const MIN_LEN: usize = HEADER_LEN;
 /// A message longer than this closes the link (a PUBLISH's payload is the only large one).
 const MAX_LEN: usize = 512 << 20;
 
+/// How long one message may take to write before the link is given up.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Link ids, shared by the listener and the connections the executor asks for.
 pub static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
 
@@ -107,8 +110,11 @@ async fn relay(mut sock: TcpStream, link: u64, mut out_rx: UnboundedReceiver<Vec
             }
             out = out_rx.recv() => {
                 let Some(bytes) = out else { return };
-                if sock.write_all(&bytes).await.is_err() {
-                    return;
+                // A peer that stops reading for this long loses the link (and its queue):
+                // the executor sees it down and connects again.
+                match tokio::time::timeout(WRITE_TIMEOUT, sock.write_all(&bytes)).await {
+                    Ok(Ok(())) => {}
+                    _ => return,
                 }
             }
         }

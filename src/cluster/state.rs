@@ -24,6 +24,8 @@ pub struct Settings {
     pub validity_factor: i64,
     pub allow_pubsubshard_when_down: bool,
     pub allow_replica_migration: bool,
+    /// `repl-ping-replica-period` in ms (the validity factor's allowance).
+    pub ping_period_ms: i64,
     /// `cluster-migration-barrier`.
     pub migration_barrier: usize,
 }
@@ -91,11 +93,16 @@ pub struct Cluster {
     /// Slots this node (or its master) lost to another owner: their keys go (the executor
     /// deletes them).
     pub lost: Vec<u16>,
+    /// Slots this node owned and lost to another owner: their shard channels' subscribers
+    /// are unsubscribed (the executor does it, as Redis's removeChannelsInSlot).
+    pub removed_slots: Vec<u16>,
     /// PUBLISH and SPUBLISH messages from the bus, for this node's subscribers (the
     /// executor delivers them): channel, message, shard.
     pub published: Vec<(Vec<u8>, Vec<u8>, bool)>,
     /// This node became a replica (of `me().slaveof`): the executor follows it.
     pub role_changed: bool,
+    /// CLUSTER RESET of a replica: the data goes (the executor flushes it).
+    pub flush_data: bool,
     /// This node's failover election, and a manual failover in progress (`failover.rs`).
     pub election: super::failover::Election,
     /// Writes pause until then (ms; 0: resume), for a manual failover this master serves:
@@ -142,7 +149,9 @@ impl Cluster {
             rng: (now as u64) ^ 0x9e37_79b9_7f4a_7c15 | 1,
             lost: Vec::new(),
             published: Vec::new(),
+            removed_slots: Vec::new(),
             role_changed: false,
+            flush_data: false,
             election: super::failover::Election { mf_master_offset: -1, ..Default::default() },
             pause_writes_until: None,
             first_update: None,
@@ -199,7 +208,10 @@ impl Cluster {
 
     /// nodes.conf's text.
     pub fn render_conf(&self, now: i64) -> String {
-        nodes_conf::render(&NodesConf { nodes: self.lines(now), current_epoch: self.current_epoch, last_vote_epoch: self.last_vote_epoch })
+        // Nodes in handshake are not saved (Redis's CLUSTER_NODE_HANDSHAKE filter): a
+        // restart would keep them as nodes of no address.
+        let nodes = self.lines(now).into_iter().filter(|l| l.flags & flag::HANDSHAKE == 0).collect();
+        nodes_conf::render(&NodesConf { nodes, current_epoch: self.current_epoch, last_vote_epoch: self.last_vote_epoch })
     }
 
     /// Every node's line, this node's first (CLUSTER NODES' order is Redis's dict order,
@@ -226,6 +238,18 @@ impl Cluster {
             push(n);
         }
         out
+    }
+
+    /// Whether the executor has something to carry out (see `executor/cluster.rs`).
+    pub fn has_work(&self) -> bool {
+        !self.out.is_empty()
+            || self.save_pending
+            || !self.lost.is_empty()
+            || self.role_changed
+            || self.pause_writes_until.is_some()
+            || !self.published.is_empty()
+            || !self.removed_slots.is_empty()
+            || self.flush_data
     }
 
     pub fn me(&self) -> &Node {
@@ -261,7 +285,12 @@ impl Cluster {
 
     /// Gives `slot` to `owner` (or to nobody), keeping the nodes' bitmaps in step.
     pub fn set_owner(&mut self, slot: u16, owner: Option<Name>) {
+        let served = self.master_of(&self.myself);
         if let Some(old) = self.slots[slot as usize].take() {
+            // Shard channels of a slot this node no longer serves lose their subscribers.
+            if Some(old) == served && owner != Some(old) {
+                self.removed_slots.push(slot);
+            }
             if let Some(n) = self.nodes.get_mut(&old) {
                 n.mark(slot, false);
             }
@@ -412,7 +441,7 @@ impl Cluster {
         self.migrating.clear();
         self.importing.clear();
         let n = self.me_mut();
-        n.flags = (n.flags & !flag::MASTER) | flag::SLAVE;
+        n.flags = (n.flags & !(flag::MASTER | super::node::MIGRATE_TO)) | flag::SLAVE;
         n.slaveof = Some(m);
         self.role_changed = true;
         self.save_pending = true;

@@ -301,7 +301,7 @@ pub fn cluster_meet(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
             Some(p) => p,
             None => return Err(err(format!("Invalid TCP bus port specified: {}", text(a)))),
         },
-        None => port + 10000,
+        None => port.saturating_add(10000),
     };
     let ip = text(&args[2]);
     let valid = (1..=65535).contains(&port) && (1..=65535).contains(&cport);
@@ -412,13 +412,21 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
             if held == 0 {
                 c.migrating.remove(&slot);
             }
-            // The end of an import: this node owns the slot under an epoch of its own, and
-            // tells everyone at once.
-            if n == me && c.importing.remove(&slot).is_some() {
+            let was_mine = c.slots[slot as usize] == Some(me);
+            let imported = n == me && c.importing.remove(&slot).is_some();
+            if imported {
                 crate::cluster::state::bump_epoch_without_consensus(c);
-                c.broadcast_pong();
             }
             c.set_owner(slot, Some(n));
+            // The end of an import: this node owns the slot under an epoch of its own, and
+            // tells everyone at once.
+            if imported {
+                c.broadcast_pong();
+            }
+            // A master left without slots follows the node that took its last one.
+            if was_mine && n != me && c.me().numslots == 0 && c.settings.allow_replica_migration {
+                c.set_my_master(n);
+            }
         }
         _ => return Err(invalid()),
     }
@@ -481,6 +489,7 @@ pub fn cluster_reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdErro
     if was_replica {
         // A replica becomes an empty master (the executor stops replication and flushes).
         c.role_changed = true;
+        c.flush_data = true;
     }
     Ok(Reply::OK)
 }

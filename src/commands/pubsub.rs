@@ -159,6 +159,32 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
+/// Unsubscribes every client (but the running one, which is not in the map) from the shard
+/// channels `gone` selects, each told with a `sunsubscribe` message, as Redis's
+/// removeChannelsInSlot does when a cluster node stops serving a slot. The clients told are
+/// listed in `pushed` (for release).
+pub fn drop_shard_channels(server: &mut ServerState, gone: impl Fn(&[u8]) -> bool, pushed: &mut Vec<ClientId>) {
+    let channels: Vec<Bytes> = server.pubsub.shard_channels.keys().filter(|c| gone(c)).cloned().collect();
+    for channel in channels {
+        let ids = server.pubsub.shard_channels.remove(&channel).unwrap_or_default();
+        for id in ids {
+            let Some(c) = server.clients.get_mut(&id) else { continue };
+            c.subs.shard_channels.retain(|x| *x != channel);
+            let reply = Reply::Push(vec![
+                Reply::Bulk(Bytes::from_static(b"sunsubscribe")),
+                Reply::Bulk(channel.clone()),
+                Reply::Int(c.subs.shard_channels.len() as i64),
+            ]);
+            let proto = c.push_proto();
+            crate::protocol::encode_reply(&reply, proto, &mut c.out);
+            if !c.release_due {
+                c.release_due = true;
+                pushed.push(id);
+            }
+        }
+    }
+}
+
 /// A message being delivered: its parts, encoded once per protocol version when it goes to
 /// more than one receiver (straight into the receiver's output when it goes to one).
 struct Delivery<'a> {

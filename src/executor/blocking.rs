@@ -204,29 +204,34 @@ impl Executor {
     /// runs at the next `serve_ready` (Redis runs it from its unblocked-clients list).
     pub(super) fn unblock_now(&mut self) {
         for (id, error) in std::mem::take(&mut self.server.unblock_list) {
-            let Some(mut client) = self.server.clients.remove(&id) else { continue };
-            let waiting =
-                client.blocked.as_ref().is_some_and(|b| !b.keys.is_empty() || b.deadline_ms.is_some()) || client.wait_target.is_some();
-            if let (true, Some(mut blocked)) = (waiting, client.blocked.take()) {
-                // Redis 7.0 counts the unblocked command as failed, TIMEOUT or ERROR.
-                if let crate::commands::Resolved::Found(cmd) = crate::commands::resolve(&blocked.cmds[blocked.index]) {
-                    self.server.stats.command(cmd.id).failed_calls += 1;
-                }
-                self.unpark(id, &blocked);
-                let acked = self.take_wait(&mut client);
-                let reply = match error {
-                    true => Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
-                    false => acked.unwrap_or_else(|| blocked.timeout_reply.clone()),
-                };
-                self.emit(&mut client, &reply);
-                // Held on nothing (no key, no deadline) until its pipeline resumes.
-                blocked.keys.clear();
-                blocked.deadline_ms = None;
-                client.blocked = Some(blocked);
-                self.waiters.unblocked.push(id);
-            }
-            self.server.clients.insert(id, client);
+            self.unblock_one(id, error.then(|| Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")));
         }
+    }
+
+    /// Answers a client waiting in a blocking command with `error` (None: its timeout reply)
+    /// and takes it out of every queue; the rest of its pipeline stays held and runs at the
+    /// next `serve_ready`. CLIENT UNBLOCK, and cluster mode's redirection of a client whose
+    /// keys moved away.
+    pub(super) fn unblock_one(&mut self, id: ClientId, error: Option<Reply>) {
+        let Some(mut client) = self.server.clients.remove(&id) else { return };
+        let waiting =
+            client.blocked.as_ref().is_some_and(|b| !b.keys.is_empty() || b.deadline_ms.is_some()) || client.wait_target.is_some();
+        if let (true, Some(mut blocked)) = (waiting, client.blocked.take()) {
+            // Redis 7.0 counts the unblocked command as failed, TIMEOUT or ERROR.
+            if let crate::commands::Resolved::Found(cmd) = crate::commands::resolve(&blocked.cmds[blocked.index]) {
+                self.server.stats.command(cmd.id).failed_calls += 1;
+            }
+            self.unpark(id, &blocked);
+            let acked = self.take_wait(&mut client);
+            let reply = error.unwrap_or_else(|| acked.unwrap_or_else(|| blocked.timeout_reply.clone()));
+            self.emit(&mut client, &reply);
+            // Held on nothing (no key, no deadline) until its pipeline resumes.
+            blocked.keys.clear();
+            blocked.deadline_ms = None;
+            client.blocked = Some(blocked);
+            self.waiters.unblocked.push(id);
+        }
+        self.server.clients.insert(id, client);
     }
 
     /// Runs the pipelines of the clients CLIENT UNBLOCK answered.

@@ -85,6 +85,7 @@ fn settings(config: &crate::config::Config) -> cl::Settings {
         require_full_coverage: config.get(P::ClusterRequireFullCoverage) == "yes",
         allow_reads_when_down: config.get(P::ClusterAllowReadsWhenDown) == "yes",
         validity_factor: config.get_int(P::ClusterReplicaValidityFactor).max(0),
+        ping_period_ms: config.get_int(P::ReplPingReplicaPeriod).max(1) * 1000,
         allow_pubsubshard_when_down: config.get(P::ClusterAllowPubsubshardWhenDown) == "yes",
         allow_replica_migration: config.get(P::ClusterAllowReplicaMigration) == "yes",
         migration_barrier: config.get_int(P::ClusterMigrationBarrier).max(0) as usize,
@@ -102,7 +103,13 @@ fn write_conf(path: &str, text: &str, fsync: bool) -> std::io::Result<()> {
     if fsync {
         f.sync_all()?;
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    if fsync {
+        // The rename itself is durable once the directory is.
+        let dir = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 impl Executor {
@@ -154,7 +161,10 @@ impl Executor {
     /// A bus event from a link task.
     pub(super) fn cluster_event(&mut self, req: Request) {
         let now = crate::clock::now_ms();
+        let offset = self.server.repl.shown().1;
         let Some(c) = self.server.cluster.as_deref_mut() else { return };
+        // Headers carry the replication offset as of now (a manual failover compares it).
+        c.me_mut().repl_offset = offset;
         match req {
             Request::ClusterLinkUp { link, node, inbound, peer_ip, local_ip, tx } => {
                 self.cluster.links.insert(link, tx);
@@ -193,6 +203,43 @@ impl Executor {
         c.cron(now, data_age.max(0));
         self.cluster_flush();
         self.cluster_write_conf();
+        self.redirect_blocked_clients();
+    }
+
+    /// Clients blocked on keys this node no longer serves (a failover, a reshard) get the
+    /// redirection now instead of waiting forever (clusterRedirectBlockedClientIfNeeded).
+    fn redirect_blocked_clients(&mut self) {
+        let Some(c) = self.server.cluster.as_deref() else { return };
+        let mut redirects = Vec::new();
+        for client in self.server.clients.values() {
+            let Some(b) = client.blocked.as_ref() else { continue };
+            let Some(key) = b.keys.first() else { continue };
+            if c.state != cl::state::STATE_OK {
+                redirects.push((client.id, Redirect::DownState));
+                continue;
+            }
+            let slot = key_slot(key);
+            let mut owner = c.slots[slot as usize];
+            let write = matches!(crate::commands::resolve(&b.cmds[b.index]), crate::commands::Resolved::Found(cmd) if cmd.has(Flag::Write));
+            if client.cluster_readonly && !write && c.my_master().is_some() && owner == c.my_master() {
+                owner = Some(c.myself);
+            }
+            if owner != Some(c.myself) && !c.importing.contains_key(&slot) {
+                redirects.push((
+                    client.id,
+                    match owner.and_then(|o| c.nodes.get(&o)) {
+                        Some(n) => Redirect::Moved(slot, endpoint(n)),
+                        None => Redirect::DownUnbound,
+                    },
+                ));
+            }
+        }
+        for (id, r) in redirects {
+            self.unblock_one(id, Some(r.reply()));
+        }
+        if !self.waiters.unblocked.is_empty() {
+            self.serve_ready();
+        }
     }
 
     /// Writes nodes.conf if it is behind the state (the cron, and before the process ends).
@@ -210,13 +257,18 @@ impl Executor {
     /// nodes.conf write, the keys of slots lost, a change of role.
     pub(super) fn cluster_flush(&mut self) {
         let Some(c) = self.server.cluster.as_deref_mut() else { return };
+        if !c.has_work() && !self.server.cluster_save_reply {
+            return;
+        }
         let actions = std::mem::take(&mut c.out);
         let timeout = Duration::from_millis(c.settings.node_timeout.clamp(100, 60_000) as u64);
         let save = std::mem::take(&mut c.save_pending);
         let lost = std::mem::take(&mut c.lost);
         let role_changed = std::mem::take(&mut c.role_changed);
+        let flush_data = std::mem::take(&mut c.flush_data);
         let pause = c.pause_writes_until.take();
         let published = std::mem::take(&mut c.published);
+        let removed = std::mem::take(&mut c.removed_slots);
         let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
         let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
         let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
@@ -224,6 +276,28 @@ impl Executor {
         if save {
             self.cluster.saved_epochs = epochs;
         }
+        // An epoch or a vote is on disk before any message that carries it leaves (a node
+        // must never vote twice in one epoch, even across a crash); a node that cannot
+        // record one stops, as Redis's clusterSaveConfigOrDie.
+        let now_wanted = fsync || self.server.cluster_save_reply;
+        let saved = match conf {
+            Some(text) if now_wanted => {
+                self.cluster.conf_dirty = false;
+                let written = write_conf(&self.conf_path(), &text, fsync).map_err(|e| e.to_string());
+                if let (Err(e), true) = (&written, fsync) {
+                    log::warning(&format!("Fatal: can't update cluster config file: {e}"));
+                    std::process::exit(1);
+                }
+                written
+            }
+            // Other changes (a slot moved, a node met) with the next cron, at most 100 ms
+            // later: a reshard changes the file once per slot.
+            Some(_) => {
+                self.cluster.conf_dirty = true;
+                Ok(())
+            }
+            None => Ok(()),
+        };
         for a in actions {
             match a {
                 Action::Send { link, bytes } => {
@@ -237,26 +311,16 @@ impl Executor {
                 Action::Connect { node, ip, cport } => self.cluster_connect(node, ip, cport, timeout),
             }
         }
-        // An epoch or a vote is written (and synced) at once, as is CLUSTER SAVECONFIG's;
-        // other changes (a slot moved, a node met) with the next cron, at most 100 ms later:
-        // a reshard changes the file once per slot.
-        let now_wanted = fsync || self.server.cluster_save_reply;
-        let saved = match conf {
-            Some(text) if now_wanted => {
-                self.cluster.conf_dirty = false;
-                write_conf(&self.conf_path(), &text, fsync).map_err(|e| e.to_string())
-            }
-            Some(_) => {
-                self.cluster.conf_dirty = true;
-                Ok(())
-            }
-            None => Ok(()),
-        };
         if let Err(e) = &saved {
             log::warning(&format!("Can't update the cluster config file: {e}"));
         }
         if std::mem::take(&mut self.server.cluster_save_reply) {
             self.cluster_save_result = Some(saved);
+        }
+        if !removed.is_empty() && !self.server.pubsub.shard_channels.is_empty() {
+            let mut pushed = Vec::new();
+            crate::commands::pubsub::drop_shard_channels(&mut self.server, |ch| removed.contains(&key_slot(ch)), &mut pushed);
+            self.touched.append(&mut pushed);
         }
         if !published.is_empty() {
             let mut pushed = Vec::new();
@@ -292,10 +356,17 @@ impl Executor {
                 Some(_) => {}
                 None => {
                     if self.server.repl.master.is_some() {
-                        self.promote("cluster reset");
+                        self.promote("cluster mode: now a master");
                     }
                 }
             }
+        }
+        if flush_data {
+            // CLUSTER RESET of a replica: an empty master (Redis's emptyData), logged so that
+            // a restart does not bring the old data back.
+            let mut client = self.loader_client();
+            client.id = u64::MAX - 1;
+            self.execute(&mut client, &[Bytes::from_static(b"FLUSHALL")]);
         }
     }
 
@@ -326,23 +397,29 @@ impl Executor {
     pub(super) fn cluster_route(&self, client: &Client, cmd: &CommandSpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
         let Some(c) = self.server.cluster.as_deref() else { return Ok(None) };
         let exec = cmd.is(Trait::RunsQueue);
-        let queued: Vec<(&CommandSpec, &[Bytes])> = if exec {
+        // One command, or EXEC's queue (allocated only then: this runs before every command).
+        let single = [(cmd, args)];
+        let queue: Vec<(&CommandSpec, &[Bytes])>;
+        let queued: &[(&CommandSpec, &[Bytes])] = if exec {
             match client.txn.multi.as_ref() {
-                Some(q) => q.iter().map(|(c, a)| (*c, a.as_slice())).collect(),
+                Some(q) => {
+                    queue = q.iter().map(|(c, a)| (*c, a.as_slice())).collect();
+                    &queue
+                }
                 None => return Ok(None),
             }
         } else {
-            vec![(cmd, args)]
+            &single
         };
         let mut slot: Option<u16> = None;
         let mut first_key: Option<&[u8]> = None;
         let mut owner: Option<Name> = None;
         let (mut migrating, mut importing, mut multiple, mut missing, mut existing) = (false, false, false, 0, 0);
         let mut writes = false;
-        let mut shard_pubsub = false;
-        for (qc, qa) in &queued {
+        // SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: the pub/sub commands with a (channel) key.
+        let shard_pubsub = cmd.has(Flag::PubSub) && cmd.first_key > 0;
+        for &(qc, qa) in queued {
             writes |= qc.has(Flag::Write);
-            shard_pubsub |= qc.has(Flag::PubSub);
             for pos in route_keys(qc, qa) {
                 let Some(key) = qa.get(pos) else { continue };
                 let s = key_slot(key);
@@ -418,7 +495,9 @@ impl Executor {
     /// never redirected.
     pub(super) fn cluster_refusal(&mut self, client: &mut Client, cmd: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
         self.server.cluster.as_ref()?;
-        if client.id >= u64::MAX - 1 {
+        // EXEC checked its whole queue already; the primary's stream and the log replay go
+        // where they were sent.
+        if client.id >= u64::MAX - 1 || client.in_exec() {
             return None;
         }
         if !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) && cmd.first_key <= 0 {
@@ -467,7 +546,7 @@ impl Executor {
     /// After every command in cluster mode: ASKING lasts one command (a whole transaction
     /// inside MULTI), and what the command changed reaches the bus and nodes.conf at once.
     pub(super) fn after_cluster_command(&mut self, client: &mut Client, reply: Reply) -> Reply {
-        if client.asking && client.txn.multi.is_none() && client.last_cmd != "asking" {
+        if self.exec_depth == 0 && client.asking && client.txn.multi.is_none() && client.last_cmd != "asking" {
             client.asking = false;
         }
         self.cluster_flush();
@@ -483,14 +562,44 @@ impl Executor {
     }
 }
 
-/// The keys a command is routed by: its key specs', or for shard channels (SPUBLISH,
-/// SSUBSCRIBE: specs marked not-key) the legacy key range, as Redis's getKeysFromCommand.
-fn route_keys(cmd: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+/// The keys a command is routed by, as Redis's getKeysFromCommand finds them: the legacy key
+/// range of a command whose keys do not move (no allocation: this runs before every
+/// command), else the key specs; for shard channels (SPUBLISH, SSUBSCRIBE: specs marked
+/// not-key) the legacy range too.
+fn route_keys(cmd: &CommandSpec, args: &[Bytes]) -> RouteKeys {
+    if !cmd.has(Flag::MovableKeys) && cmd.first_key > 0 {
+        let argc = args.len() as i64;
+        let last = if cmd.last_key < 0 { argc + cmd.last_key as i64 } else { cmd.last_key as i64 };
+        return RouteKeys::Range { next: cmd.first_key as i64, last: last.min(argc - 1), step: cmd.key_step.max(1) as i64 };
+    }
     let keys = keyspec::getkeys(cmd, args);
     if keys.is_empty() && cmd.first_key > 0 {
-        cmd.key_positions(args.len())
+        RouteKeys::List(cmd.key_positions(args.len()).into_iter())
     } else {
-        keys
+        RouteKeys::List(keys.into_iter())
+    }
+}
+
+enum RouteKeys {
+    Range { next: i64, last: i64, step: i64 },
+    List(std::vec::IntoIter<usize>),
+}
+
+impl Iterator for RouteKeys {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            RouteKeys::Range { next, last, step } => {
+                if *next > *last {
+                    return None;
+                }
+                let at = *next;
+                *next += *step;
+                Some(at as usize)
+            }
+            RouteKeys::List(it) => it.next(),
+        }
     }
 }
 
