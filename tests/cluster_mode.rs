@@ -222,7 +222,14 @@ fn redis_cli_creates_a_cluster_of_vermilion_nodes_that_clients_use() {
     assert_eq!(raw.call(&[b"READONLY"]), b"+OK\r\n".to_vec());
     let value = key.replace("key", "value");
     assert_eq!(raw.call(&[b"GET", key.as_bytes()]), format!("${}\r\n{value}\r\n", value.len()).into_bytes());
+    let key = format!("{{{key}}}:counter");
     assert!(raw.call(&[b"SET", key.as_bytes(), b"x"]).starts_with(b"-MOVED"), "writes still go to the master");
+
+    // A script runs on the node that owns its keys, and that node's replica replays it.
+    let mut owner_conn = RawConn::connect(master_port_of(&c, replica));
+    assert_eq!(owner_conn.call(&[b"EVAL", b"return redis.call('incrby', KEYS[1], 41)", b"1", key.as_bytes()]), b":41\r\n".to_vec());
+    assert_eq!(owner_conn.call(&[b"WAIT", b"1", b"5000"]), b":1\r\n".to_vec());
+    assert_eq!(raw.call(&[b"GET", key.as_bytes()]), b"$2\r\n41\r\n".to_vec(), "the replica has the script's write");
 
     // SPUBLISH goes by the channel's slot, and reaches the shard's replica too.
     let channel = key.clone();
@@ -243,6 +250,13 @@ fn redis_cli_creates_a_cluster_of_vermilion_nodes_that_clients_use() {
         .expect("redis-benchmark");
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "\n");
     assert!(text.contains("SET: ") && text.contains("GET: ") && text.matches("requests per second").count() >= 2, "{text}");
+}
+
+/// The client port of the master of the replica at index `replica`.
+fn master_port_of(c: &Cluster, replica: usize) -> u16 {
+    let t = topology(c, replica);
+    let me = t.iter().find(|x| x.0 == c.ports[replica]).and_then(|x| x.2.clone()).expect("a replica");
+    t.iter().find(|x| x.1 == me).expect("its master").0
 }
 
 /// Whether a CLUSTER NODES line's slot ranges hold `slot`.
@@ -551,9 +565,43 @@ fn write_until_failure(port: u16, tag: &str, w: usize, wait: bool, stop: &std::s
 fn kill_9_of_a_master_promotes_its_replica() {
     let c = Cluster::start(6, 1, "", "");
     c.wait_settled(3, 3);
+    let old_id = id_of(c.ports[0]);
     let (sent, lost) = kill_master_and_check(&c, 0, &[]);
     eprintln!("without WAIT: {lost} of {sent} acknowledged writes lost");
     assert!(sent > 0);
+    // The old master comes back: the newer epoch of its slots' owner makes it a replica.
+    let node_dir = c.dir.path().join(c.ports[0].to_string());
+    let cport = topology(&c, 1).iter().find(|t| t.1 == old_id).map(|_| ()).and(Some(()));
+    assert!(cport.is_some());
+    let conf = std::fs::read_to_string(node_dir.join("nodes.conf")).expect("nodes.conf");
+    let bus = conf
+        .lines()
+        .find(|l| l.contains("myself"))
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|a| a.split(['@', ',']).nth(1))
+        .expect("bus port")
+        .to_string();
+    let mut child = Command::new(common::vermilion_bin())
+        .current_dir(&node_dir)
+        .args(["--port", &c.ports[0].to_string(), "--cluster-enabled", "yes", "--cluster-port", &bus])
+        .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("restart");
+    common::wait_listening(c.ports[0], Duration::from_secs(10));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let me = topology_line(c.ports[0]);
+        if me.contains("myself,slave") && me.split(' ').count() <= 8 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the old master did not become a replica: {me}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.check();
+    let _ = child.kill();
+    let _ = child.wait();
     let out = Command::new("redis-cli").args(["--cluster", "check", &c.addr(1)]).output().expect("redis-cli");
     assert!(String::from_utf8_lossy(&out.stdout).contains("[OK] All 16384 slots covered."));
 }
@@ -784,6 +832,16 @@ fn redis_cli_fix_repairs_open_and_uncovered_slots() {
     let mut t = RawConn::connect(to);
     assert_eq!(t.call(&[b"CLUSTER", b"SETSLOT", b"100", b"IMPORTING", id_of(from).as_bytes()]), b"+OK\r\n".to_vec());
     assert_eq!(f.call(&[b"CLUSTER", b"SETSLOT", b"100", b"MIGRATING", id_of(to).as_bytes()]), b"+OK\r\n".to_vec());
+    // Keys in flight: a script's key missing on the source is asked for at the target,
+    // which serves it after ASKING.
+    let key =
+        (0..100_000).map(|i| format!("m{i}")).find(|k| vermilion::cluster::slot::key_slot(k.as_bytes()) == 100).expect("a key of slot 100");
+    let eval: [&[u8]; 4] = [b"EVAL", b"return redis.call('set', KEYS[1], 'x')", b"1", key.as_bytes()];
+    assert_eq!(f.call(&eval), format!("-ASK 100 127.0.0.1:{to}\r\n").into_bytes());
+    assert!(t.call(&eval).starts_with(b"-MOVED 100"), "without ASKING the target redirects");
+    assert_eq!(t.call(&[b"ASKING"]), b"+OK\r\n".to_vec());
+    assert_eq!(t.call(&eval), b"+OK\r\n".to_vec());
+    assert_eq!(t.call(&[b"DEL", key.as_bytes()]), format!("-MOVED 100 127.0.0.1:{from}\r\n").into_bytes(), "ASKING lasts one command");
     assert_eq!(f.call(&[b"CLUSTER", b"DELSLOTS", b"200"]), b"+OK\r\n".to_vec());
     let out = Command::new("redis-cli").args(["--cluster", "check", &c.addr(0)]).output().expect("redis-cli");
     assert!(!out.status.success(), "check sees the damage");
@@ -802,6 +860,24 @@ fn redis_cli_fix_repairs_open_and_uncovered_slots() {
     let out = fix.wait_with_output().expect("fix");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     c.check();
+    // An empty master joins and `rebalance --cluster-use-empty-masters` gives it slots.
+    let extra = Extra::start(&common::vermilion_bin());
+    redis_cli(&["--cluster", "add-node", &format!("127.0.0.1:{}", extra.port), &c.addr(0)]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !c.ports.iter().chain([&extra.port]).all(|&p| {
+        let mut conn = RawConn::connect(p);
+        let info = String::from_utf8_lossy(&conn.call(&[b"CLUSTER", b"INFO"])).into_owned();
+        info.contains("cluster_known_nodes:4\r\n") && info.contains("cluster_state:ok")
+    }) {
+        assert!(Instant::now() < deadline, "the new node did not join");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check_at(&format!("127.0.0.1:{}", extra.port));
+    redis_cli(&["--cluster", "rebalance", &c.addr(0), "--cluster-use-empty-masters", "--cluster-yes"]);
+    let check = check_at(&format!("127.0.0.1:{}", extra.port));
+    assert!(slots_on(extra.port) > 3000, "{check}");
+    let info = redis_cli(&["--cluster", "info", &c.addr(0)]);
+    assert!(info.contains("[OK] 1 keys in 4 masters.") || info.contains("keys in 4 masters"), "{info}");
 }
 
 /// Replica migration: a master whose only replica dies gets one of the replicas of the
@@ -878,4 +954,35 @@ fn the_other_replica_follows_the_promoted_one() {
     assert!(me.contains("myself,master"), "{me}");
     let info = String::from_utf8_lossy(&o.call(&[b"CLUSTER", b"INFO"])).into_owned();
     assert!(info.contains("cluster_known_nodes:1\r\n"), "{info}");
+}
+
+/// With a master gone for good the cluster is down; `cluster-allow-reads-when-down` lets a
+/// node serve reads of its own slots then, and tells writers the cluster is down.
+#[test]
+fn reads_when_down_serve_reads_and_refuse_writes() {
+    let c = Cluster::start(3, 0, "", "");
+    c.wait_settled(3, 0);
+    let line = topology_line(c.ports[1]);
+    let key = (0..10_000).map(|i| format!("r{i}")).find(|k| owns(&line, vermilion::cluster::slot::key_slot(k.as_bytes()))).expect("a key");
+    let mut n = RawConn::connect(c.ports[1]);
+    assert_eq!(n.call(&[b"SET", key.as_bytes(), b"v"]), b"+OK\r\n".to_vec());
+    let pid = pid_of(c.ports[0]).expect("pid");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !String::from_utf8_lossy(&n.call(&[b"CLUSTER", b"INFO"])).contains("cluster_state:fail") {
+        assert!(Instant::now() < deadline, "the cluster did not go down");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(n.call(&[b"GET", key.as_bytes()]), b"-CLUSTERDOWN The cluster is down\r\n".to_vec());
+    assert_eq!(n.call(&[b"CONFIG", b"SET", b"cluster-allow-reads-when-down", b"yes"]), b"+OK\r\n".to_vec());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(n.call(&[b"GET", key.as_bytes()]), b"$1\r\nv\r\n".to_vec());
+    assert_eq!(n.call(&[b"SET", key.as_bytes(), b"w"]), b"-CLUSTERDOWN The cluster is down and only accepts read commands\r\n".to_vec());
+    // Without full coverage required, the two masters left serve writes too.
+    assert_eq!(n.call(&[b"CONFIG", b"SET", b"cluster-require-full-coverage", b"no"]), b"+OK\r\n".to_vec());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while n.call(&[b"SET", key.as_bytes(), b"w"]) != b"+OK\r\n".to_vec() {
+        assert!(Instant::now() < deadline, "writes did not come back");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

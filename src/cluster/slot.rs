@@ -4,16 +4,27 @@
 /// The number of hash slots.
 pub const SLOTS: usize = 16384;
 
-/// CRC-16/XMODEM (polynomial 0x1021, initial 0), as Redis's crc16.c.
-pub fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
+/// CRC-16/XMODEM of every byte value (Redis's crc16tab), built at compile time.
+const TABLE: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
             crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            bit += 1;
         }
+        t[i] = crc;
+        i += 1;
     }
-    crc
+    t
+};
+
+/// CRC-16/XMODEM (polynomial 0x1021, initial 0), as Redis's crc16.c: a table step per byte
+/// (cluster mode hashes every command's keys).
+pub fn crc16(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |crc, &b| (crc << 8) ^ TABLE[((crc >> 8) as u8 ^ b) as usize])
 }
 
 /// The slot of `key` (Redis's `keyHashSlot`).

@@ -500,7 +500,7 @@ impl Executor {
         if client.id >= u64::MAX - 1 || client.in_exec() {
             return None;
         }
-        if !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) && cmd.first_key <= 0 {
+        if cmd.first_key <= 0 && !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) {
             return None;
         }
         let redirect = self.cluster_route(client, cmd, args).err()?;
