@@ -464,7 +464,8 @@ fn kill_master_and_check(c: &Cluster, victim: usize, dead: &[usize]) -> (usize, 
             std::thread::spawn(move || write_until_failure(port, &tag, w, w >= 2, &stop))
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    // Long enough for a redis-server replica's once-a-second acknowledgements to count.
+    std::thread::sleep(Duration::from_millis(1500));
     let pid = pid_of(c.ports[victim]).expect("pid");
     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     let killed = Instant::now();

@@ -121,15 +121,17 @@ impl Cluster {
     pub fn replace_my_master(&mut self, epoch: u64) {
         let Some(old) = self.my_master() else { return };
         let me = self.myself;
+        // A master first (Redis's order): the slots taken below stay served by this node,
+        // so their shard channels keep their subscribers.
+        let n = self.me_mut();
+        n.flags = (n.flags & !flag::SLAVE) | flag::MASTER;
+        n.slaveof = None;
+        n.config_epoch = epoch;
         for s in 0..SLOTS as u16 {
             if self.slots[s as usize] == Some(old) {
                 self.set_owner(s, Some(me));
             }
         }
-        let n = self.me_mut();
-        n.flags = (n.flags & !flag::SLAVE) | flag::MASTER;
-        n.slaveof = None;
-        n.config_epoch = epoch;
         self.current_epoch = self.current_epoch.max(epoch);
         self.election = Election { voted: std::mem::take(&mut self.election.voted), ..Election::default() };
         self.role_changed = true;

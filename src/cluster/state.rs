@@ -443,6 +443,8 @@ impl Cluster {
         let n = self.me_mut();
         n.flags = (n.flags & !(flag::MASTER | super::node::MIGRATE_TO)) | flag::SLAVE;
         n.slaveof = Some(m);
+        // A manual failover against the previous master is over (Redis's clusterSetMaster).
+        self.end_manual_failover();
         self.role_changed = true;
         self.save_pending = true;
     }

@@ -159,16 +159,33 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
-/// Unsubscribes every client (but the running one, which is not in the map) from the shard
-/// channels `gone` selects, each told with a `sunsubscribe` message, as Redis's
-/// removeChannelsInSlot does when a cluster node stops serving a slot. The clients told are
-/// listed in `pushed` (for release).
-pub fn drop_shard_channels(server: &mut ServerState, gone: impl Fn(&[u8]) -> bool, pushed: &mut Vec<ClientId>) {
+/// Unsubscribes every client from the shard channels `gone` selects, each told with a
+/// `sunsubscribe` message, as Redis's removeChannelsInSlot does when a cluster node stops
+/// serving a slot. The running client is not in the server's map while it runs, so it is
+/// passed apart; the others told are listed in `pushed` (for release).
+pub fn drop_shard_channels(
+    server: &mut ServerState,
+    mut current: Option<&mut Client>,
+    gone: impl Fn(&[u8]) -> bool,
+    pushed: &mut Vec<ClientId>,
+) {
     let channels: Vec<Bytes> = server.pubsub.shard_channels.keys().filter(|c| gone(c)).cloned().collect();
     for channel in channels {
         let ids = server.pubsub.shard_channels.remove(&channel).unwrap_or_default();
         for id in ids {
-            let Some(c) = server.clients.get_mut(&id) else { continue };
+            let c = match current.as_deref_mut().filter(|c| c.id == id) {
+                Some(c) => c,
+                None => match server.clients.get_mut(&id) {
+                    Some(c) => {
+                        if !c.release_due {
+                            c.release_due = true;
+                            pushed.push(id);
+                        }
+                        c
+                    }
+                    None => continue,
+                },
+            };
             c.subs.shard_channels.retain(|x| *x != channel);
             let reply = Reply::Push(vec![
                 Reply::Bulk(Bytes::from_static(b"sunsubscribe")),
@@ -177,10 +194,6 @@ pub fn drop_shard_channels(server: &mut ServerState, gone: impl Fn(&[u8]) -> boo
             ]);
             let proto = c.push_proto();
             crate::protocol::encode_reply(&reply, proto, &mut c.out);
-            if !c.release_due {
-                c.release_due = true;
-                pushed.push(id);
-            }
         }
     }
 }

@@ -21,6 +21,11 @@ use crate::protocol::Reply;
 use crate::spec::keyspec;
 use crate::state::Client;
 
+/// The client id cluster mode's own writes run as (deleting a lost slot's keys, the flush of
+/// CLUSTER RESET on a replica): never redirected nor refused, as Redis's delKeysInSlot and
+/// emptyData cannot be (the loader and the primary's stream use `u64::MAX`).
+pub(super) const INTERNAL_CLIENT: u64 = u64::MAX - 1;
+
 /// The executor's side of the bus: each link's sender, and when the cluster cron last ran.
 #[derive(Default)]
 pub(super) struct ClusterSide {
@@ -317,10 +322,8 @@ impl Executor {
         if std::mem::take(&mut self.server.cluster_save_reply) {
             self.cluster_save_result = Some(saved);
         }
-        if !removed.is_empty() && !self.server.pubsub.shard_channels.is_empty() {
-            let mut pushed = Vec::new();
-            crate::commands::pubsub::drop_shard_channels(&mut self.server, |ch| removed.contains(&key_slot(ch)), &mut pushed);
-            self.touched.append(&mut pushed);
+        if !removed.is_empty() {
+            self.drop_channels_in_slots(&removed, None);
         }
         if !published.is_empty() {
             let mut pushed = Vec::new();
@@ -365,9 +368,24 @@ impl Executor {
             // CLUSTER RESET of a replica: an empty master (Redis's emptyData), logged so that
             // a restart does not bring the old data back.
             let mut client = self.loader_client();
-            client.id = u64::MAX - 1;
+            client.id = INTERNAL_CLIENT;
             self.execute(&mut client, &[Bytes::from_static(b"FLUSHALL")]);
         }
+    }
+
+    /// Shard channels of slots this node stopped serving lose their subscribers (`current`:
+    /// the client whose command moved them, not in the server's map while it runs).
+    fn drop_channels_in_slots(&mut self, slots: &[u16], current: Option<&mut Client>) {
+        if self.server.pubsub.shard_channels.is_empty() {
+            return;
+        }
+        let mut gone = vec![false; crate::cluster::slot::SLOTS];
+        for &s in slots {
+            gone[s as usize] = true;
+        }
+        let mut pushed = Vec::new();
+        crate::commands::pubsub::drop_shard_channels(&mut self.server, current, |ch| gone[key_slot(ch) as usize], &mut pushed);
+        self.touched.append(&mut pushed);
     }
 
     fn cluster_connect(&mut self, node: Name, ip: String, cport: u16, timeout: Duration) {
@@ -386,7 +404,7 @@ impl Executor {
             return;
         }
         let mut client = self.loader_client();
-        client.id = u64::MAX - 1;
+        client.id = INTERNAL_CLIENT;
         for key in keys {
             self.execute(&mut client, &[Bytes::from_static(b"DEL"), key]);
         }
@@ -497,7 +515,7 @@ impl Executor {
         self.server.cluster.as_ref()?;
         // EXEC checked its whole queue already; the primary's stream and the log replay go
         // where they were sent.
-        if client.id >= u64::MAX - 1 || client.in_exec() {
+        if client.id >= INTERNAL_CLIENT || client.in_exec() || client.serving.is_some() {
             return None;
         }
         if cmd.first_key <= 0 && !cmd.is(Trait::RunsQueue) && !keyspec::has_keys(cmd) {
@@ -526,7 +544,7 @@ impl Executor {
         cross_slot_ok: bool,
     ) -> Option<Reply> {
         self.server.cluster.as_ref()?;
-        if client.id >= u64::MAX - 1 {
+        if client.id >= INTERNAL_CLIENT {
             return None;
         }
         match self.cluster_route(client, cmd, args) {
@@ -548,6 +566,10 @@ impl Executor {
     pub(super) fn after_cluster_command(&mut self, client: &mut Client, reply: Reply) -> Reply {
         if self.exec_depth == 0 && client.asking && client.txn.multi.is_none() && client.last_cmd != "asking" {
             client.asking = false;
+        }
+        // The running client may be a subscriber of a channel its own command moved away.
+        if let Some(removed) = self.server.cluster.as_deref_mut().map(|c| std::mem::take(&mut c.removed_slots)).filter(|r| !r.is_empty()) {
+            self.drop_channels_in_slots(&removed, Some(client));
         }
         self.cluster_flush();
         match self.cluster_save_result.take() {

@@ -589,7 +589,8 @@ impl Executor {
         // While the log cannot be written, writes are refused (reads go on); so are writes
         // to a read-only replica, and writes without enough good replicas. Queued commands
         // are checked as they arrive (a refusal dooms the transaction).
-        if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()) {
+        let internal = client.id == cluster::INTERNAL_CLIENT;
+        if let Some(refusal) = self.log_write_refusal().or_else(|| self.replication_write_refusal()).filter(|_| !internal) {
             let writes = |c: &CommandSpec, a: &[Bytes]| self.declared_writes(c, a).unwrap_or(c.has(Flag::Write));
             if Self::any_to_run(client, cmd, args, writes) {
                 return self.refuse(client, cmd, refusal);
