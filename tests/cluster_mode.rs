@@ -271,9 +271,18 @@ fn owns(line: &str, slot: u16) -> bool {
 fn a_mixed_cluster_of_redis_server_and_vermilion_nodes_works_both_ways() {
     // Nodes 1 and 5 are redis-server: a Redis master with a Vermilion replica, and a
     // Vermilion master with a Redis replica (create pairs masters 1-3 with 4-6 by order).
-    let c = Cluster::start(6, 1, "1 5", "");
+    let c = Cluster::start(6, 1, "1 5", "--cluster-announce-hostname node.example");
     c.wait_settled(3, 3);
     c.check();
+    // The hostname extension crosses both ways: a Redis node and a Vermilion node list every
+    // node with it.
+    for i in [0, 1] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while c.nodes(i).lines().filter(|l| l.contains(",node.example ")).count() != 6 {
+            assert!(Instant::now() < deadline, "hostnames missing:\n{}", c.nodes(i));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     let (masters, replicas) = roles(&c);
     assert_eq!((masters.len(), replicas.len()), (3, 3));
     write_and_read(&c, 500, &masters, &replicas);
