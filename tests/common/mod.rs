@@ -3,6 +3,7 @@
 //! `redis` crate or raw bytes. Servers are killed when dropped.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod diff;
 pub mod probe;
 pub mod stream_loose;
