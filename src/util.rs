@@ -383,6 +383,22 @@ mod tests {
     }
 }
 
+/// `n` random lowercase hex digits (replication ids, cluster node names): std's
+/// `RandomState`, seeded from the OS once per process, mixed with the time and pid.
+pub fn random_hex(n: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(n + 16);
+    let mut seed = crate::clock::now_ms() as u64 ^ ((std::process::id() as u64) << 32);
+    while out.len() < n {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(seed);
+        seed = h.finish();
+        out.push_str(&format!("{seed:016x}"));
+    }
+    out.truncate(n);
+    out
+}
+
 /// One step of Marsaglia's xorshift64: a fast pseudo-random sequence for sampling and
 /// skiplist levels, never for secrets. `x` must not be 0.
 pub fn xorshift(mut x: u64) -> u64 {

@@ -138,16 +138,12 @@ impl Cluster {
         let sender_name = h.sender;
         let known = self.nodes.get(&sender_name).is_some_and(|n| !n.in_handshake());
         if known {
-            let sender = self.nodes.get_mut(&sender_name).expect("known");
-            sender.data_received = now;
-            if sender.is_master() || h.slaveof == [0; NAME_LEN] {
-                // Epochs only move forward.
-            }
             if h.current_epoch > self.current_epoch {
                 self.current_epoch = h.current_epoch;
                 self.save_pending = true;
             }
             let sender = self.nodes.get_mut(&sender_name).expect("known");
+            sender.data_received = now;
             if h.config_epoch > sender.config_epoch {
                 sender.config_epoch = h.config_epoch;
                 self.save_pending = true;

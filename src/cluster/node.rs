@@ -22,19 +22,8 @@ pub fn name_of(text: &[u8]) -> Option<Name> {
 
 /// A fresh random name (40 hex digits).
 pub fn random_name() -> Name {
-    use std::hash::{BuildHasher, Hasher};
     let mut out = [b'0'; NAME_LEN];
-    let digits = b"0123456789abcdef";
-    for chunk in out.chunks_mut(16) {
-        // std's RandomState is seeded from the OS once per process, then moves on.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(std::process::id() as u64);
-        let mut x = h.finish();
-        for c in chunk {
-            *c = digits[(x & 15) as usize];
-            x >>= 4;
-        }
-    }
+    out.copy_from_slice(crate::util::random_hex(NAME_LEN).as_bytes());
     out
 }
 
@@ -167,8 +156,7 @@ impl Node {
     }
 
     /// The node's line (CLUSTER NODES, nodes.conf), `primary` being what its `slaveof` names.
-    pub fn line(&self, now: i64, connected: bool) -> NodeLine {
-        let _ = now;
+    pub fn line(&self, connected: bool) -> NodeLine {
         NodeLine {
             id: name_str(&self.name).to_string(),
             ip: if self.ip.contains(':') { format!("[{}]", self.ip) } else { self.ip.clone() },

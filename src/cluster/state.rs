@@ -207,37 +207,33 @@ impl Cluster {
     }
 
     /// nodes.conf's text.
-    pub fn render_conf(&self, now: i64) -> String {
+    pub fn render_conf(&self) -> String {
         // Nodes in handshake are not saved (Redis's CLUSTER_NODE_HANDSHAKE filter): a
         // restart would keep them as nodes of no address.
-        let nodes = self.lines(now).into_iter().filter(|l| l.flags & flag::HANDSHAKE == 0).collect();
+        let nodes = self.lines().into_iter().filter(|l| l.flags & flag::HANDSHAKE == 0).collect();
         nodes_conf::render(&NodesConf { nodes, current_epoch: self.current_epoch, last_vote_epoch: self.last_vote_epoch })
     }
 
     /// Every node's line, this node's first (CLUSTER NODES' order is Redis's dict order,
     /// which clients do not rely on).
-    pub fn lines(&self, now: i64) -> Vec<nodes_conf::NodeLine> {
-        let mut out = Vec::with_capacity(self.nodes.len());
-        let mut push = |n: &Node| {
-            let connected = n.has(flag::MYSELF) || n.link.is_some();
-            let mut line = n.line(now, connected);
-            // A replica shows its master's epoch (clusterGenNodeDescription).
-            if let Some(m) = n.slaveof.filter(|_| !n.is_master()).and_then(|m| self.nodes.get(&m)) {
-                line.config_epoch = m.config_epoch;
-            }
-            if n.has(flag::MYSELF) {
-                line.ping_sent = 0;
-                line.pong_received = 0;
-                line.migrating = self.migrating.iter().map(|(s, to)| (*s, name_str(to).to_string())).collect();
-                line.importing = self.importing.iter().map(|(s, from)| (*s, name_str(from).to_string())).collect();
-            }
-            out.push(line);
-        };
-        push(self.me());
-        for n in self.nodes.values().filter(|n| n.name != self.myself) {
-            push(n);
+    pub fn lines(&self) -> Vec<nodes_conf::NodeLine> {
+        std::iter::once(self.me()).chain(self.nodes.values().filter(|n| n.name != self.myself)).map(|n| self.line_of(n)).collect()
+    }
+
+    /// One node's line as Redis's clusterGenNodeDescription writes it.
+    pub fn line_of(&self, n: &Node) -> nodes_conf::NodeLine {
+        let mut line = n.line(n.has(flag::MYSELF) || n.link.is_some());
+        // A replica shows its master's epoch.
+        if let Some(m) = n.slaveof.filter(|_| !n.is_master()).and_then(|m| self.nodes.get(&m)) {
+            line.config_epoch = m.config_epoch;
         }
-        out
+        if n.has(flag::MYSELF) {
+            line.ping_sent = 0;
+            line.pong_received = 0;
+            line.migrating = self.migrating.iter().map(|(s, to)| (*s, name_str(to).to_string())).collect();
+            line.importing = self.importing.iter().map(|(s, from)| (*s, name_str(from).to_string())).collect();
+        }
+        line
     }
 
     /// Whether the executor has something to carry out (see `executor/cluster.rs`).
@@ -301,15 +297,6 @@ impl Cluster {
                 self.slots[slot as usize] = Some(new);
             }
         }
-    }
-
-    pub fn owner(&self, slot: u16) -> Option<&Node> {
-        self.slots[slot as usize].as_ref().and_then(|n| self.nodes.get(n))
-    }
-
-    /// Whether this node serves `slot` (it owns it, or it is a replica of its owner).
-    pub fn serves(&self, slot: u16) -> bool {
-        self.slots[slot as usize] == Some(self.myself)
     }
 
     pub fn assigned_slots(&self) -> usize {

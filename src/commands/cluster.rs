@@ -38,6 +38,15 @@ fn node_arg(c: &Cluster, a: &[u8]) -> Option<Name> {
     c.lookup(a).map(|n| n.name)
 }
 
+/// SETSLOT's target: a known master (`unknown`: the text for a name not known).
+fn master_arg(c: &Cluster, a: &[u8], unknown: &str) -> Result<Name, CmdError> {
+    let Some(n) = node_arg(c, a) else { return Err(err(format!("{unknown} {}", text(a)))) };
+    if !c.nodes[&n].is_master() {
+        return Err(CmdError::other("ERR Target node is not a master"));
+    }
+    Ok(n)
+}
+
 fn db0_size(ctx: &Ctx<'_>) -> usize {
     ctx.ks.db(0).len()
 }
@@ -102,10 +111,9 @@ pub fn cluster_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErro
 }
 
 pub fn cluster_nodes(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdError> {
-    let now = ctx.now_ms;
     let c = cluster(ctx)?;
     let mut out = String::new();
-    for line in c.lines(now) {
+    for line in c.lines() {
         out.push_str(&render_line(&line));
         out.push('\n');
     }
@@ -152,7 +160,7 @@ pub fn cluster_slots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdErr
     Ok(Reply::Array(out))
 }
 
-fn shard_node(c: &Cluster, n: &Node) -> Reply {
+fn shard_node(n: &Node) -> Reply {
     let mut m = vec![
         (Reply::Bulk("id".into()), Reply::Bulk(Bytes::copy_from_slice(&n.name))),
         (Reply::Bulk("port".into()), Reply::Int(n.port as i64)),
@@ -170,7 +178,6 @@ fn shard_node(c: &Cluster, n: &Node) -> Reply {
     } else {
         "online"
     };
-    let _ = c;
     m.push((Reply::Bulk("role".into()), Reply::Bulk(if master { "master" } else { "replica" }.into())));
     m.push((Reply::Bulk("replication-offset".into()), Reply::Int(n.repl_offset as i64)));
     m.push((Reply::Bulk("health".into()), Reply::Bulk(health.into())));
@@ -182,8 +189,8 @@ pub fn cluster_shards(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Result<Reply, CmdEr
     let mut out = Vec::new();
     for m in c.nodes.values().filter(|n| n.is_master()) {
         let slots: Vec<Reply> = m.ranges().into_iter().flat_map(|(a, b)| [Reply::Int(a as i64), Reply::Int(b as i64)]).collect();
-        let mut nodes = vec![shard_node(c, m)];
-        nodes.extend(replicas(c, &m.name).map(|r| shard_node(c, r)));
+        let mut nodes = vec![shard_node(m)];
+        nodes.extend(replicas(c, &m.name).map(shard_node));
         out.push(Reply::Map(vec![(Reply::Bulk("slots".into()), Reply::Array(slots)), (Reply::Bulk("nodes".into()), Reply::Array(nodes))]));
     }
     Ok(Reply::Array(out))
@@ -373,7 +380,7 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
     let slot = slot_arg(&args[2])?;
     let action = text(&args[3]).to_ascii_lowercase();
     let invalid = || CmdError::other("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
-    let held = count_in_slot(ctx, slot);
+    let held = if action == "node" { count_in_slot(ctx, slot) } else { 0 };
     let c = cluster(ctx)?;
     let me = c.myself;
     match (action.as_str(), args.len()) {
@@ -381,20 +388,14 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
             if c.slots[slot as usize] != Some(me) {
                 return Err(err(format!("I'm not the owner of hash slot {slot}")));
             }
-            let Some(n) = node_arg(c, &args[4]) else { return Err(err(format!("I don't know about node {}", text(&args[4])))) };
-            if !c.nodes[&n].is_master() {
-                return Err(CmdError::other("ERR Target node is not a master"));
-            }
+            let n = master_arg(c, &args[4], "I don't know about node")?;
             c.migrating.insert(slot, n);
         }
         ("importing", 5) => {
             if c.slots[slot as usize] == Some(me) {
                 return Err(err(format!("I'm already the owner of hash slot {slot}")));
             }
-            let Some(n) = node_arg(c, &args[4]) else { return Err(err(format!("I don't know about node {}", text(&args[4])))) };
-            if !c.nodes[&n].is_master() {
-                return Err(CmdError::other("ERR Target node is not a master"));
-            }
+            let n = master_arg(c, &args[4], "I don't know about node")?;
             c.importing.insert(slot, n);
         }
         ("stable", 4) => {
@@ -402,10 +403,7 @@ pub fn cluster_setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdEr
             c.importing.remove(&slot);
         }
         ("node", 5) => {
-            let Some(n) = node_arg(c, &args[4]) else { return Err(err(format!("Unknown node {}", text(&args[4])))) };
-            if !c.nodes[&n].is_master() {
-                return Err(CmdError::other("ERR Target node is not a master"));
-            }
+            let n = master_arg(c, &args[4], "Unknown node")?;
             if c.slots[slot as usize] == Some(me) && n != me && held != 0 {
                 return Err(err(format!("Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
             }
@@ -452,20 +450,15 @@ pub fn cluster_replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, Cmd
     Ok(Reply::OK)
 }
 
+/// CLUSTER REPLICAS, and CLUSTER SLAVES (the same handler in the table).
 pub fn cluster_replicas(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    let now = ctx.now_ms;
     let c = cluster(ctx)?;
     let Some(n) = node_arg(c, &args[2]) else { return Err(err(format!("Unknown node {}", text(&args[2])))) };
     if !c.nodes[&n].is_master() {
         return Err(CmdError::other("ERR The specified node is not a master"));
     }
-    let lines: Vec<Reply> =
-        replicas(c, &n).map(|r| Reply::Bulk(render_line(&r.line(now, r.has(flag::MYSELF) || r.link.is_some())).into())).collect();
+    let lines: Vec<Reply> = replicas(c, &n).map(|r| Reply::Bulk(render_line(&c.line_of(r)).into())).collect();
     Ok(Reply::Array(lines))
-}
-
-pub fn cluster_slaves(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
-    cluster_replicas(ctx, args)
 }
 
 pub fn cluster_reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {

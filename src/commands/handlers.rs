@@ -372,7 +372,7 @@ pub static HANDLERS: [Handler; COMMAND_IDS] = [
     cluster::cluster_set_config_epoch, // 351
     cluster::cluster_setslot, // 352
     cluster::cluster_shards, // 353
-    cluster::cluster_slaves, // 354
+    cluster::cluster_replicas, // 354
     cluster::cluster_slots, // 355
     unknown_subcommand, // 356
     cluster::readonly, // 357

@@ -139,7 +139,7 @@ impl Executor {
             Err(e) => return Err(format!("Can't read the cluster config file {path}: {e}")),
         };
         log::notice(&format!("Node configuration loaded, I'm {}", cl::node::name_str(&cluster.myself)));
-        write_conf(&path, &cluster.render_conf(now), true).map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
+        write_conf(&path, &cluster.render_conf(), true).map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
         let binds: Vec<String> = self.server.config.get(P::Bind).split_whitespace().map(str::to_string).collect();
         let bus_port = match self.server.config.get_int(P::ClusterPort) {
             0 => self.server.config.get_int(P::Port) + 10000,
@@ -251,7 +251,7 @@ impl Executor {
     pub(super) fn cluster_write_conf(&mut self) {
         let Some(c) = self.server.cluster.as_deref() else { return };
         if std::mem::take(&mut self.cluster.conf_dirty) {
-            let text = c.render_conf(crate::clock::now_ms());
+            let text = c.render_conf();
             if let Err(e) = write_conf(&self.conf_path(), &text, false) {
                 log::warning(&format!("Can't update the cluster config file: {e}"));
             }
@@ -275,7 +275,7 @@ impl Executor {
         let published = std::mem::take(&mut c.published);
         let removed = std::mem::take(&mut c.removed_slots);
         let master = c.my_master().and_then(|m| c.nodes.get(&m)).map(|m| (m.ip.clone(), m.port));
-        let conf = save.then(|| c.render_conf(crate::clock::now_ms()));
+        let conf = save.then(|| c.render_conf());
         let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
         let fsync = save && self.cluster.saved_epochs != epochs;
         if save {
@@ -576,11 +576,6 @@ impl Executor {
             Some(Err(e)) => Reply::Error(format!("ERR error saving the cluster node config: {e}").into()),
             _ => reply,
         }
-    }
-
-    /// INFO's `cluster_enabled`.
-    pub fn cluster_enabled(&self) -> bool {
-        self.server.cluster.is_some()
     }
 }
 

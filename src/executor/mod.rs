@@ -503,25 +503,8 @@ impl Executor {
             if self.logging() && self.commit_pending() {
                 client.log_wait = self.log.buffered_end().unwrap_or(0);
             }
-            if let Some((request, own_reply)) = self.log.deferred.take() {
-                if matches!(request, crate::state::PersistRequest::Reload | crate::state::PersistRequest::LoadAof) {
-                    // Every database is emptied and loaded again (Redis's emptyData signals
-                    // the flush): watchers of present keys fail, trackers drop everything.
-                    for db in 0..self.ks.dbs.len() {
-                        commands::touch_all_watched(&self.ks, &mut self.server, Some(&mut *client), db, None, self.now_ms);
-                    }
-                    if self.server.tracking.clients > 0 {
-                        self.invalidate_all(client);
-                    }
-                }
-                let result = self.persist_command(request);
-                if matches!(request, crate::state::PersistRequest::Reload | crate::state::PersistRequest::LoadAof) {
-                    // The log starts again from its files: no offset of before applies.
-                    client.log_wait = 0;
-                }
-                if own_reply {
-                    return result;
-                }
+            if let Some(result) = self.run_deferred_persist(client) {
+                return result;
             }
         }
         reply

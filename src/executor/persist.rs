@@ -19,7 +19,7 @@ use crate::commands::{Logged, ScriptCacheChange};
 use crate::protocol::Reply;
 use crate::scripting::ScriptOutcome;
 use crate::scripting::{REPL_AOF, REPL_REPLICA};
-use crate::state::{Client, ClientId};
+use crate::state::{Client, ClientId, PersistRequest};
 
 /// The durable log and what is on its way to it.
 #[derive(Default)]
@@ -257,6 +257,29 @@ impl Executor {
     }
 
     /// The MISCONF refusal while the log cannot be written.
+    /// The log request a top-level command stated (`Next::Persist`), run once its records
+    /// are committed; `Some` when the request's outcome is the command's reply.
+    pub(super) fn run_deferred_persist(&mut self, client: &mut Client) -> Option<Reply> {
+        let (request, own_reply) = self.log.deferred.take()?;
+        let reload = matches!(request, PersistRequest::Reload | PersistRequest::LoadAof);
+        if reload {
+            // Every database is emptied and loaded again (Redis's emptyData signals the
+            // flush): watchers of present keys fail, trackers drop everything.
+            for db in 0..self.ks.dbs.len() {
+                crate::commands::touch_all_watched(&self.ks, &mut self.server, Some(&mut *client), db, None, self.now_ms);
+            }
+            if self.server.tracking.clients > 0 {
+                self.invalidate_all(client);
+            }
+        }
+        let result = self.persist_command(request);
+        if reload {
+            // The log starts again from its files: no offset of before applies.
+            client.log_wait = 0;
+        }
+        own_reply.then_some(result)
+    }
+
     pub(super) fn log_write_refusal(&self) -> Option<Reply> {
         let err = self.log.aof.as_ref()?.write_error.as_ref()?;
         Some(Reply::Error(format!("MISCONF Errors writing to the AOF file: {err}").into()))

@@ -34,17 +34,7 @@ pub fn runtime() -> Option<&'static tokio::runtime::Handle> {
 
 /// A fresh 40-hex-digit replication id.
 pub fn new_replid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut out = String::with_capacity(40);
-    let mut seed = crate::clock::now_ms() as u64 ^ ((std::process::id() as u64) << 32);
-    while out.len() < 40 {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(seed);
-        seed = h.finish();
-        out.push_str(&format!("{seed:016x}"));
-    }
-    out.truncate(40);
-    out
+    crate::util::random_hex(40)
 }
 
 pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
