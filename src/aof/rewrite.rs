@@ -54,8 +54,8 @@ struct Out {
 }
 
 impl Out {
-    fn entry(&mut self, db: usize, key: &[u8], entry: &crate::db::Entry) {
-        snapshot::encode_entry(&mut self.chunks.buf, db, key, entry);
+    fn entry(&mut self, db: usize, key: &[u8], entry: &crate::db::Entry, expire_at: Option<i64>) {
+        snapshot::encode_entry(&mut self.chunks.buf, db, key, entry, expire_at);
         self.keys += 1;
         self.chunks.ship();
     }
@@ -103,13 +103,13 @@ impl SnapshotJob {
     /// Serializes `key` of `db` now if the snapshot still needs it (it is about to change).
     pub fn capture(&mut self, ks: &mut Keyspace, db: usize, key: &[u8]) {
         let out = &mut self.out;
-        self.walk.capture(ks, db, key, |db, k, e| out.entry(db, k, e));
+        self.walk.capture(ks, db, key, |db, k, e, at| out.entry(db, k, e, at));
     }
 
     /// Walks on for about `budget`; true once every key is serialized.
     pub fn step(&mut self, ks: &mut Keyspace, budget: Duration) -> bool {
         let out = &mut self.out;
-        if self.walk.step(ks, budget, |db, k, e| out.entry(db, k, e)) {
+        if self.walk.step(ks, budget, |db, k, e, at| out.entry(db, k, e, at)) {
             out.finish();
         }
         self.walk.walked()
@@ -119,7 +119,7 @@ impl SnapshotJob {
     /// advance, or when the caller needs the rewrite done).
     pub fn complete_walk(&mut self, ks: &mut Keyspace) {
         let out = &mut self.out;
-        self.walk.complete(ks, |db, k, e| out.entry(db, k, e));
+        self.walk.complete(ks, |db, k, e, at| out.entry(db, k, e, at));
         out.finish();
     }
 

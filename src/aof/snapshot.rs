@@ -60,11 +60,11 @@ impl Enc {
 
 /// Serializes one key (the unit of work of an incremental rewrite): `db u32`, key bytes,
 /// expiry `Option<i64>` (absolute ms), type u8 (Redis's type numbers), then the value.
-pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry) {
+pub fn encode_entry(out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry, expire_at: Option<i64>) {
     let mut e = Enc(std::mem::take(out));
     e.put(&(db as u32));
     e.put(key);
-    e.put(&entry.expire_at());
+    e.put(&expire_at);
     match &entry.value {
         Value::Str(s) => {
             e.put(&T_STR);
@@ -191,7 +191,7 @@ pub fn encode(ks: &Keyspace, scripting: &Scripting, log_offset: u64, stream_db: 
     let mut out = encode_start(scripting, log_offset, stream_db);
     for (i, db) in ks.dbs.iter().enumerate() {
         for (key, entry) in db.iter() {
-            encode_entry(&mut out, i, key, entry);
+            encode_entry(&mut out, i, key, entry, db.expire_of(key, entry));
         }
     }
     encode_end(&mut out);
@@ -458,7 +458,7 @@ mod tests {
         let loaded = decode(&bytes, &mut back, &BuildLimits::default()).expect("decodes");
         assert_eq!((loaded.log_offset, loaded.stream_db, loaded.keys), (42, 5, 3));
         assert_eq!(loaded.scripting, scripting);
-        assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), e.expire_at())), Some((Value::string("hello"), Some(123))));
+        assert_eq!(back.db(3).peek(b"s").map(|e| (e.value.clone(), back.db(3).expire_at(b"s"))), Some((Value::string("hello"), Some(123))));
         assert_eq!(back.db(3).peek(b"l").map(|e| e.value.clone()), ks.db(3).peek(b"l").map(|e| e.value.clone()));
     }
 
@@ -477,7 +477,7 @@ mod tests {
         let mut out = e.0;
         for (i, db) in ks.dbs.iter().enumerate() {
             for (key, entry) in db.iter() {
-                encode_entry(&mut out, i, key, entry);
+                encode_entry(&mut out, i, key, entry, db.expire_of(key, entry));
             }
         }
         encode_end(&mut out);

@@ -17,6 +17,23 @@ extern "C" {
     /// mimalloc's own collection (in the library libmimalloc-sys links).
     fn mi_collect(force: bool);
     fn signal(signum: i32, handler: usize) -> usize;
+    fn prctl(option: i32, arg2: u64, arg3: u64, arg4: u64, arg5: u64) -> i32;
+}
+
+/// `disable-thp yes` (the default), as Redis's `THPDisable`: no transparent huge pages for
+/// this process. Redis does it when the kernel's mode is `always`; here in `madvise` mode
+/// too, because mimalloc asks for huge pages on its arenas, and a 2 MB page faulted in for a
+/// few live blocks inflates the resident set (1M list elements: 18.6 -> 16.6 B each).
+fn disable_thp(config: &Config) {
+    const PR_SET_THP_DISABLE: i32 = 41;
+    if config.get(P::DisableThp) != "yes" {
+        return;
+    }
+    // SAFETY: prctl with an integer option and integer arguments; it only sets a flag of
+    // this process, and failure (an old kernel) leaves huge pages as they were.
+    if unsafe { prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
+        log::verbose("Could not disable transparent huge pages for this process (prctl)");
+    }
 }
 
 /// A file grown past RLIMIT_FSIZE must fail the write (EFBIG, handled as a write error by the
@@ -57,6 +74,7 @@ fn main() {
         }
     }
     log::configure(log::Level::parse(config.get(P::Loglevel)), config.get(P::Logfile));
+    disable_thp(&config);
     log::warning("oO0OoO0OoO0Oo Vermilion is starting oO0OoO0OoO0Oo");
     log::warning(&format!(
         "Vermilion version={}, redis_version={}, bits=64, pid={}, just started",

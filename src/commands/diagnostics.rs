@@ -21,8 +21,11 @@ pub fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError
         j += 2;
     }
     let db = ctx.db();
-    Ok(match ctx.ks.db(db).peek(&args[2]) {
-        Some(entry) if entry.expire_at().is_none_or(|at| at > ctx.now_ms) => Reply::Int(crate::db::entry_mem(&args[2], entry) as i64),
+    let d = ctx.ks.db(db);
+    Ok(match d.peek(&args[2]) {
+        Some(entry) if d.expire_of(&args[2], entry).is_none_or(|at| at > ctx.now_ms) => {
+            Reply::Int(crate::db::entry_mem(&args[2], entry) as i64)
+        }
         _ => Reply::Nil,
     })
 }

@@ -84,9 +84,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         }
         return Ok(Reply::OK);
     }
-    let mut entry = Entry::new(value, expire_at, now);
+    let mut entry = Entry::new(value, now);
     entry.apply_access_hint(ctx.server.settings.lfu_policy, idle, freq.map(|f| f as u8), now);
-    ctx.add_entry_in(db, key, entry);
+    ctx.add_entry_in(db, key, entry, expire_at);
     if !existed {
         ctx.dirty(1);
     }
@@ -144,8 +144,8 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     // The keys that exist, with their payloads and remaining TTLs.
     let mut moving = Vec::new();
     for key in keys {
-        if let Some(e) = ctx.ks.get(db, &key, now) {
-            let ttl = e.expire_at().map_or(0, |at| (at - now).max(1));
+        if let Some((e, expire_at)) = ctx.ks.get_with_expiry(db, &key, now) {
+            let ttl = expire_at.map_or(0, |at| (at - now).max(1));
             moving.push((key, ttl, rdb::dump_payload(&e.value)));
         }
     }

@@ -224,15 +224,15 @@ impl Ctx<'_> {
 
     /// Deletes `key` from database `db` (Redis's `dbDelete`) and signals it; the entry it
     /// held, `None` when there was none (nothing signalled).
-    pub fn remove_in(&mut self, db: usize, key: &[u8]) -> Option<crate::db::Entry> {
-        let entry = self.ks.db_mut(db).remove(key)?;
-        self.signal_if_stream(db, key, &entry.value);
+    pub fn remove_in(&mut self, db: usize, key: &[u8]) -> Option<(crate::db::Entry, Option<i64>)> {
+        let removed = self.ks.db_mut(db).remove(key)?;
+        self.signal_if_stream(db, key, &removed.0.value);
         self.signal_modified_db(db, key);
-        Some(entry)
+        Some(removed)
     }
 
     /// [`Ctx::remove_in`] in the client's database.
-    pub fn remove(&mut self, key: &[u8]) -> Option<crate::db::Entry> {
+    pub fn remove(&mut self, key: &[u8]) -> Option<(crate::db::Entry, Option<i64>)> {
         let db = self.client.db;
         self.remove_in(db, key)
     }
@@ -246,8 +246,8 @@ impl Ctx<'_> {
 
     /// Adds a whole entry under an absent key of database `db` (Redis's `dbAdd` of a moved,
     /// copied or restored value) and signals it, changed and created.
-    pub fn add_entry_in(&mut self, db: usize, key: &Bytes, entry: crate::db::Entry) {
-        self.ks.db_mut(db).insert_entry(key.clone(), entry);
+    pub fn add_entry_in(&mut self, db: usize, key: &Bytes, entry: crate::db::Entry, expire_at: Option<i64>) {
+        self.ks.db_mut(db).insert_entry(key.clone(), entry, expire_at);
         self.signal_modified_db(db, key);
         self.signal_created_db(db, key);
     }
@@ -335,7 +335,7 @@ impl Ctx<'_> {
         if !self.ks.exists(db, key, now) {
             return false;
         }
-        let Some(entry) = self.ks.db_mut(db).remove(key) else { return false };
+        let Some((entry, _)) = self.ks.db_mut(db).remove(key) else { return false };
         self.signal_if_stream(db, key, &entry.value);
         self.signal_modified(key);
         self.dirty(1);
@@ -370,7 +370,7 @@ pub fn touch_all_watched(
         return;
     }
     let present = |d: usize, key: &Bytes| d < ks.dbs.len() && ks.db(d).peek(key).is_some();
-    let expired = |d: usize, key: &Bytes| ks.db(d).peek(key).and_then(|e| e.expire_at()).is_some_and(|at| at <= now_ms);
+    let expired = |d: usize, key: &Bytes| ks.db(d).expire_at(key).is_some_and(|at| at <= now_ms);
     let touched: Vec<((usize, Bytes), Vec<crate::state::ClientId>)> = server
         .watchers
         .iter()

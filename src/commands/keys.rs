@@ -127,10 +127,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     when = when.checked_add(basetime).ok_or_else(|| CmdError::InvalidExpire(name.into()))?;
     let (db, now) = (ctx.db(), ctx.now_ms);
     let key = &args[1];
-    let Some(entry) = ctx.ks.get_mut(db, key, now) else {
+    if ctx.ks.get_mut(db, key, now).is_none() {
         return Ok(Reply::Int(0));
-    };
-    let current = entry.expire_at();
+    }
+    let current = ctx.ks.db(db).expire_at(key);
     if flags & EXPIRE_NX != 0 && current.is_some() {
         return Ok(Reply::Int(0));
     }
@@ -192,10 +192,10 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// key, -1 without expiry, else the remaining (or absolute) time, seconds rounded.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let Some(entry) = ctx.ks.get_no_touch(db, &args[1], now) else {
+    if ctx.ks.get_no_touch(db, &args[1], now).is_none() {
         return Ok(Reply::Int(-2));
-    };
-    let Some(at) = entry.expire_at() else {
+    }
+    let Some(at) = ctx.ks.db(db).expire_at(&args[1]) else {
         return Ok(Reply::Int(-1));
     };
     let ttl = (if absolute { at } else { at.saturating_sub(now) }).max(0);
@@ -236,7 +236,7 @@ pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError>
 /// ```
 pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.expire_at().is_some());
+    let had = ctx.ks.get_mut(db, &args[1], now).is_some_and(|e| e.has_expire());
     if had {
         ctx.set_expiry(&args[1], None);
         ctx.dirty(1);
@@ -252,11 +252,10 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let pattern = &args[1][..];
     let all = pattern == b"*";
-    let out = ctx
-        .ks
-        .db(db)
+    let d = ctx.ks.db(db);
+    let out = d
         .iter()
-        .filter(|(k, e)| (all || crate::glob::glob_match(pattern, k, false)) && e.expire_at().is_none_or(|at| at > now))
+        .filter(|(k, e)| (all || crate::glob::glob_match(pattern, k, false)) && d.expire_of(k, e).is_none_or(|at| at > now))
         .map(|(k, _)| Reply::Bulk(k.to_bytes()))
         .collect();
     Ok(Reply::Array(out))
@@ -350,9 +349,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Reply, 
     if dst_exists && nx {
         return Ok(Reply::Int(0));
     }
-    if let Some(entry) = ctx.remove(src) {
+    if let Some((entry, expire_at)) = ctx.remove(src) {
         ctx.remove(dst);
-        ctx.add_entry_in(db, dst, entry);
+        ctx.add_entry_in(db, dst, entry, expire_at);
     }
     ctx.dirty(1);
     // Redis's dbAdd of the destination, then the pair of rename events.
@@ -392,8 +391,8 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if ctx.ks.get_mut(src, key, now).is_none() || ctx.ks.get_mut(dst, key, now).is_some() {
         return Ok(Reply::Int(0));
     }
-    if let Some(entry) = ctx.remove_in(src, key) {
-        ctx.add_entry_in(dst, key, entry);
+    if let Some((entry, expire_at)) = ctx.remove_in(src, key) {
+        ctx.add_entry_in(dst, key, entry, expire_at);
     }
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", key, dst);
@@ -428,7 +427,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
     if src_db == dst_db && src == dst {
         return Err(CmdError::other("ERR source and destination objects are the same"));
     }
-    let Some((value, expire_at)) = ctx.ks.get(src_db, src, now).map(|e| (e.value.clone(), e.expire_at())) else {
+    let Some((value, expire_at)) = ctx.ks.get_with_expiry(src_db, src, now).map(|(e, at)| (e.value.clone(), at)) else {
         return Ok(Reply::Int(0));
     };
     if ctx.ks.get_mut(dst_db, dst, now).is_some() {
@@ -438,7 +437,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         ctx.remove_in(dst_db, dst);
     }
     // The copy is a new object: fresh access data.
-    ctx.add_entry_in(dst_db, dst, Entry::new(value, expire_at, now));
+    ctx.add_entry_in(dst_db, dst, Entry::new(value, now), expire_at);
     ctx.dirty(1);
     ctx.notify_db(notify::NEW, "new", dst, dst_db);
     ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);

@@ -136,7 +136,7 @@ fn set_generic(
     };
     let got = if flags & GET != 0 { Some(get_reply(ctx, key)?) } else { None };
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let old_expire = ctx.ks.get_mut(db, key, now).map(|e| e.expire_at());
+    let old_expire = ctx.ks.get_mut(db, key, now).is_some().then(|| ctx.ks.db(db).expire_at(key));
     let found = old_expire.is_some();
     if (flags & NX != 0 && found) || (flags & XX != 0 && !found) {
         return Ok(got.unwrap_or(abort_reply));
@@ -255,7 +255,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
             ctx.notify(notify::GENERIC, "expire", key);
         }
         None if flags & PERSIST != 0 => {
-            let had = ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some());
+            let had = ctx.ks.db(db).peek(key).is_some_and(|e| e.has_expire());
             if had {
                 ctx.set_expiry(key, None);
                 ctx.dirty(1);

@@ -68,7 +68,7 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
         // A key already logically expired is remembered as such (and left in place, as
         // Redis does): only a change after WATCH can abort the transaction.
         let now = ctx.now_ms;
-        if ctx.ks.db(db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now)) {
+        if ctx.ks.db(db).expire_at(key).is_some_and(|at| at <= now) {
             ctx.client.txn.watched_expired.push(slot.clone());
         }
         ctx.server.watchers.entry(slot.clone()).or_default().push(ctx.client.id);

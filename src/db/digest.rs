@@ -71,7 +71,7 @@ fn object_digest(digest: &mut D, entry: &Entry) {
             }
         }
     }
-    if entry.expire_at().is_some() {
+    if entry.has_expire() {
         xor_digest(digest, b"!!expire!!");
     }
 }

@@ -1,5 +1,5 @@
-//! One key's slot in a database: its value, expiry and access clock (LRU and LFU), packed
-//! into as few bytes as every key pays for.
+//! One key's slot in a database: its value and access clock (LRU and LFU), packed into as
+//! few bytes as every key pays for.
 
 use super::Value;
 
@@ -14,54 +14,61 @@ pub fn lru_clock(now_ms: i64) -> u32 {
     (now_ms.div_euclid(1000) as u64 & LRU_CLOCK_MAX as u64) as u32
 }
 
-/// One key's slot: its value, absolute expiry time in ms, and last access.
+/// One key's slot: its value and last access, in 32 bytes (every key pays for them).
 ///
 /// `lru` packs two things, like Redis's 24-bit `robj.lru` does one or the other: the low 24
 /// bits are the LRU clock of the last access ([`lru_clock`]), the high 8 bits the LFU
 /// counter XOR [`LFU_INIT_VAL`] (so a fresh `lru_clock(now)` means "counter 5", as a new
 /// Redis object has). Both are kept up to date on every touching lookup, whatever the
 /// maxmemory policy, so switching policies at runtime gives sensible values.
+///
+/// The expiry time is not here: like Redis's `expires` dict, the database keeps it in a side
+/// table of the keys that have one, and the entry only a bit saying it does (most keys have
+/// none, and 8 bytes in every slot was a tenth of a small key's memory).
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub value: Value,
-    /// The absolute expiry in ms, `NO_EXPIRE` for none: 8 bytes where an `Option<i64>`
-    /// takes 16, in every key's slot (see [`Entry::expire_at`]).
-    expire: i64,
     pub lru: u32,
-    /// The snapshot epoch this entry belongs to: during a log rewrite, an entry whose mark
-    /// differs from the rewrite's epoch existed when it began and is not serialized yet
-    /// (its value is then still the one of that moment). Fits in the struct's padding.
-    pub snap: u32,
+    /// The snapshot epoch this entry belongs to (low 31 bits): during a log rewrite, an entry
+    /// whose mark differs from the rewrite's epoch existed when it began and is not
+    /// serialized yet (its value is then still the one of that moment). The top bit: the key
+    /// has an expiry in its database's side table.
+    mark: u32,
 }
 
-/// `Entry::expire` of a key without expiry.
-const NO_EXPIRE: i64 = i64::MIN;
+/// `Entry::mark`'s bit for "has an expiry".
+const VOLATILE: u32 = 1 << 31;
 
-/// An expiry as `Entry::expire` holds it (i64::MIN ms, in the year -292 million, moves by 1 ms
-/// so it is not taken for "none").
-fn pack_expire(expire_at: Option<i64>) -> i64 {
-    expire_at.map_or(NO_EXPIRE, |at| at.max(NO_EXPIRE + 1))
-}
+/// The largest snapshot epoch (epochs wrap below the volatile bit).
+pub const SNAP_EPOCH_MAX: u32 = VOLATILE - 1;
 
 impl Entry {
     /// A new entry, last accessed at `now_ms`, with the initial LFU counter.
-    pub fn new(value: Value, expire_at: Option<i64>, now_ms: i64) -> Entry {
-        Entry::with_lru(value, expire_at, lru_clock(now_ms), 0)
+    pub fn new(value: Value, now_ms: i64) -> Entry {
+        Entry::with_lru(value, lru_clock(now_ms), 0)
     }
 
-    pub(super) fn with_lru(value: Value, expire_at: Option<i64>, lru: u32, snap: u32) -> Entry {
-        Entry { value, expire: pack_expire(expire_at), lru, snap }
+    pub(super) fn with_lru(value: Value, lru: u32, snap: u32) -> Entry {
+        Entry { value, lru, mark: snap & SNAP_EPOCH_MAX }
     }
 
-    /// The absolute expiry in ms, if any.
-    pub fn expire_at(&self) -> Option<i64> {
-        (self.expire != NO_EXPIRE).then_some(self.expire)
+    /// Whether the key has an expiry ([`super::Db::expire_of`] says which).
+    pub fn has_expire(&self) -> bool {
+        self.mark & VOLATILE != 0
     }
 
-    /// Sets or clears the expiry. Through [`Db::modify`] or [`Db::set_expire`] only, which
-    /// keep the volatile index right.
-    pub fn set_expire_at(&mut self, expire_at: Option<i64>) {
-        self.expire = pack_expire(expire_at);
+    /// Set by the database only, which keeps the side table of expiry times with it.
+    pub(super) fn set_has_expire(&mut self, has: bool) {
+        self.mark = if has { self.mark | VOLATILE } else { self.mark & !VOLATILE };
+    }
+
+    /// The snapshot epoch of the entry.
+    pub fn snap(&self) -> u32 {
+        self.mark & SNAP_EPOCH_MAX
+    }
+
+    pub fn set_snap(&mut self, epoch: u32) {
+        self.mark = (self.mark & VOLATILE) | (epoch & SNAP_EPOCH_MAX);
     }
 
     /// Applies an LRU idle time (seconds) or an LFU counter that came with a value (RESTORE's

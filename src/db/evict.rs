@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::{Entry, Key, Keyspace};
+use super::{Entry, Keyspace};
 
 /// The eviction policies of `maxmemory-policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +50,10 @@ impl Policy {
     /// How good a victim `entry` is under this (pool-based) policy: higher is evicted first.
     /// Redis's `idle` of `evictionPoolPopulate`: the idle time for LRU, 255 minus the decayed
     /// counter for LFU, and the complement of the expiry time for volatile-ttl.
-    fn score(self, entry: &Entry, now_ms: i64, decay_minutes: u64) -> u64 {
+    fn score(self, entry: &Entry, expire_at: Option<i64>, now_ms: i64, decay_minutes: u64) -> u64 {
         match self {
             Policy::AllKeysLfu | Policy::VolatileLfu => 255 - entry.lfu_counter(now_ms, decay_minutes) as u64,
-            Policy::VolatileTtl => u64::MAX - entry.expire_at().map_or(u64::MAX, |at| at.max(0) as u64),
+            Policy::VolatileTtl => u64::MAX - expire_at.map_or(u64::MAX, |at| at.max(0) as u64),
             _ => entry.idle_ms(now_ms),
         }
     }
@@ -171,7 +171,7 @@ impl Keyspace {
             self.evict_pool.next_db = (db + 1) % n;
             let rand = self.next_rand();
             let key = if volatile_only {
-                self.dbs[db].random_volatile_key(rand).map(Key::to_bytes)
+                self.dbs[db].random_volatile(rand).map(|(k, _)| k.to_bytes())
             } else {
                 self.dbs[db].random_entry(rand).map(|(k, _)| k.to_bytes())
             };
@@ -201,12 +201,12 @@ impl Keyspace {
                     let rand = if exhaustive { n as u64 } else { self.next_rand() };
                     let d = &self.dbs[db];
                     let sampled = if volatile_only {
-                        d.random_volatile_key(rand).and_then(|k| d.peek(k).map(|e| (k, e)))
+                        d.random_volatile(rand).and_then(|(k, at)| d.peek(k).map(|e| (k, e, Some(at))))
                     } else {
-                        d.random_entry(rand)
+                        d.random_entry(rand).map(|(k, e)| (k, e, d.expire_of(k, e)))
                     };
-                    if let Some((key, entry)) = sampled {
-                        let score = policy.score(entry, now_ms, decay);
+                    if let Some((key, entry, expire_at)) = sampled {
+                        let score = policy.score(entry, expire_at, now_ms, decay);
                         self.evict_pool.offer(db, key, score);
                     }
                 }
@@ -215,13 +215,15 @@ impl Keyspace {
                 return None;
             }
             while let Some(best) = self.evict_pool.candidates.pop() {
-                let Some(entry) = self.dbs.get(best.db).and_then(|d| d.peek(&best.key)) else {
+                let Some((entry, expire_at)) =
+                    self.dbs.get(best.db).and_then(|d| d.peek(&best.key).map(|e| (e, d.expire_of(&best.key, e))))
+                else {
                     continue; // deleted since it was sampled
                 };
-                if volatile_only && entry.expire_at().is_none() {
+                if volatile_only && expire_at.is_none() {
                     continue; // made persistent since
                 }
-                let score = policy.score(entry, now_ms, decay);
+                let score = policy.score(entry, expire_at, now_ms, decay);
                 if score < best.score {
                     // Accessed (or given a later expiry) since it was sampled: rank it again.
                     self.evict_pool.offer(best.db, &best.key, score);

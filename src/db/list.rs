@@ -25,26 +25,58 @@ const CHUNK_OVERHEAD: usize = 96;
 /// elements before `start` were popped (their bytes stay until the chunk is rebuilt or
 /// emptied). A `reversed` chunk holds its logical elements in reverse physical order, so
 /// pushes at the list's head append to it.
+///
+/// A chunk no longer pushed to is *sealed*: its offsets move behind its bytes in one buffer
+/// of exactly their size (`sealed` of them, little-endian), `ends` then empty. A full chunk
+/// is then one 8 KB block, an exact allocator size class, where two buffers of their own
+/// sizes (about 7.2 and 1 KB) each fell into a class up to 12% larger. A pop at the front
+/// only moves `start`; any other change unseals it first (O(chunk), once).
 #[derive(Clone, Default)]
 struct Chunk {
     data: Vec<u8>,
     ends: Vec<u16>,
     /// u32: a chunk's element count is bounded by its byte budget (offsets included).
     start: u32,
+    /// The number of offsets stored at the end of `data` (0: not sealed). A chunk holds at
+    /// most `CHUNK_BYTES / 2` elements, or one.
+    sealed: u16,
     reversed: bool,
 }
 
 impl Chunk {
+    /// The number of physical elements, popped ones at the front included.
+    fn count(&self) -> usize {
+        if self.sealed > 0 {
+            self.sealed as usize
+        } else {
+            self.ends.len()
+        }
+    }
+
     fn len(&self) -> usize {
-        self.ends.len() - self.start as usize
+        self.count() - self.start as usize
+    }
+
+    /// The length of the elements' bytes (without the offsets of a sealed chunk).
+    fn data_len(&self) -> usize {
+        self.data.len() - 2 * self.sealed as usize
+    }
+
+    fn raw_end(&self, p: usize) -> u16 {
+        if self.sealed > 0 {
+            let at = self.data_len() + 2 * p;
+            u16::from_le_bytes([self.data[at], self.data[at + 1]])
+        } else {
+            self.ends[p]
+        }
     }
 
     /// Where physical element `p` ends. A chunk of two elements or more holds at most
     /// `CHUNK_BYTES`, so 16 bits suffice; a larger element has a chunk of its own, its end
     /// marked `u16::MAX`: it ends with the data.
     fn end(&self, p: usize) -> usize {
-        match self.ends[p] {
-            u16::MAX => self.data.len(),
+        match self.raw_end(p) {
+            u16::MAX => self.data_len(),
             e => e as usize,
         }
     }
@@ -57,7 +89,7 @@ impl Chunk {
     /// Logical element `i` of this chunk.
     fn get(&self, i: usize) -> &[u8] {
         if self.reversed {
-            self.phys(self.ends.len() - 1 - i)
+            self.phys(self.count() - 1 - i)
         } else {
             self.phys(self.start as usize + i)
         }
@@ -66,20 +98,51 @@ impl Chunk {
     /// Whether `item` joins this chunk: its bytes and every offset (popped ones included, so
     /// that empty elements and a queue's popped front are bounded too) within `limit`.
     fn fits_within(&self, item: &[u8], limit: usize) -> bool {
-        self.ends.is_empty() || self.data.len() + 2 * self.ends.len() + item.len() + 2 <= limit
+        self.count() == 0 || self.data_len() + 2 * self.count() + item.len() + 2 <= limit
     }
 
     fn fits(&self, item: &[u8]) -> bool {
         self.fits_within(item, CHUNK_BYTES)
     }
 
+    /// Moves the offsets behind the bytes, in one buffer of their exact size.
+    fn seal(&mut self) {
+        if self.sealed > 0 || self.ends.is_empty() {
+            return;
+        }
+        let mut data = Vec::with_capacity(self.data.len() + 2 * self.ends.len());
+        data.extend_from_slice(&self.data);
+        for e in &self.ends {
+            data.extend_from_slice(&e.to_le_bytes());
+        }
+        // At most CHUNK_BYTES / 2 offsets, or one (see `fits_within`).
+        let Ok(n) = u16::try_from(self.ends.len()) else { return };
+        self.sealed = n;
+        self.data = data;
+        self.ends = Vec::new();
+    }
+
+    /// Takes the offsets back out of a sealed chunk's buffer, before a change.
+    fn unseal(&mut self) {
+        if self.sealed == 0 {
+            return;
+        }
+        let n = self.sealed as usize;
+        self.ends = (0..n).map(|p| self.raw_end(p)).collect();
+        let len = self.data_len();
+        self.data.truncate(len);
+        self.sealed = 0;
+    }
+
     fn push_phys(&mut self, item: &[u8]) {
+        self.unseal();
         self.data.extend_from_slice(item);
         self.ends.push(u16::try_from(self.data.len()).unwrap_or(u16::MAX));
     }
 
     /// Drops the last physical element; returns its length.
     fn drop_phys_back(&mut self) -> usize {
+        self.unseal();
         let end = self.data.len();
         self.ends.pop();
         let from = if self.ends.is_empty() { 0 } else { self.end(self.ends.len() - 1) };
@@ -213,13 +276,20 @@ impl ListValue {
             Some(c) if c.reversed == front && c.fits(item) => c.push_phys(item),
             sealed => {
                 // A chunk no longer pushed to gives back its buffers' growth slack: copied
-                // to buffers of its size (mimalloc keeps a block shrunk by less than half
+                // to one buffer of its size (mimalloc keeps a block shrunk by less than half
                 // where it is, slack included).
+                // The next chunk is given the full one's sizes at once: grown by doubling,
+                // its buffers left freed blocks of every size class behind, 2 bytes per
+                // element of resident memory (1M elements of 14 bytes: 18.9 -> 16.8 B).
+                let mut next = Chunk { reversed: front, ..Chunk::default() };
                 if let Some(c) = sealed {
-                    c.data = c.data.as_slice().to_vec();
-                    c.ends = c.ends.as_slice().to_vec();
+                    if c.data_len() + 2 * c.count() > CHUNK_BYTES / 2 {
+                        next.data = Vec::with_capacity(c.data_len());
+                        next.ends = Vec::with_capacity(c.count());
+                    }
+                    c.seal();
                 }
-                let mut c = Chunk { reversed: front, ..Chunk::default() };
+                let mut c = next;
                 c.push_phys(item);
                 if front {
                     self.chunks.push_front(c);
@@ -322,7 +392,7 @@ impl ListValue {
             }
             c.push_phys(item);
         }
-        if !c.ends.is_empty() {
+        if c.count() > 0 {
             fresh.push(c);
         }
         if reversed {
@@ -475,6 +545,60 @@ mod tests {
     }
 
     #[test]
+    fn sealed_chunks_behave_as_open_ones() {
+        // Random pushes, pops and edits at both ends and inside, against a VecDeque; enough
+        // elements that many chunks are sealed, with large elements among them.
+        let (mut l, mut model) = (ListValue::new(), VecDeque::<Vec<u8>>::new());
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x = crate::util::xorshift(x);
+            x
+        };
+        for round in 0..20_000 {
+            let r = next();
+            let len = if r % 97 == 0 { 9000 } else { (r >> 8) as usize % 40 };
+            let item: Vec<u8> = (0..len).map(|i| (i as u64 + r) as u8).collect();
+            match r % 11 {
+                0..=2 => {
+                    l.push_back(Bytes::from(item.clone()));
+                    model.push_back(item);
+                }
+                3..=5 => {
+                    l.push_front(Bytes::from(item.clone()));
+                    model.push_front(item);
+                }
+                6 => assert_eq!(l.pop_back().map(|b| b.to_vec()), model.pop_back()),
+                7 => assert_eq!(l.pop_front().map(|b| b.to_vec()), model.pop_front()),
+                8 if !model.is_empty() => {
+                    let i = (r >> 16) as usize % model.len();
+                    assert!(l.set(i, Bytes::from(item.clone())));
+                    model[i] = item;
+                }
+                9 if !model.is_empty() => {
+                    let i = (r >> 16) as usize % model.len();
+                    l.insert(i, Bytes::from(item.clone()));
+                    model.insert(i, item);
+                }
+                _ if !model.is_empty() => {
+                    let i = (r >> 16) as usize % model.len();
+                    assert_eq!(l.remove(i).map(|b| b.to_vec()), model.remove(i));
+                }
+                _ => {}
+            }
+            if round % 1000 == 0 {
+                assert_eq!(items(&l), model.iter().cloned().collect::<Vec<_>>());
+                let n = model.len();
+                if n > 2 {
+                    let got: Vec<Vec<u8>> = l.range(1, n - 2).map(|b| b.to_vec()).collect();
+                    assert_eq!(got, model.iter().skip(1).take(n - 2).cloned().collect::<Vec<_>>());
+                }
+            }
+        }
+        assert!(l.chunks.iter().any(|c| c.sealed > 0), "no chunk was sealed");
+        assert_eq!(items(&l), model.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
     fn memory_follows_changes() {
         let mut l = ListValue::new();
         for s in [&b"a"[..], b"bb", b"ccc", b"dddd"] {
@@ -548,7 +672,7 @@ mod tests {
         for _ in 0..100_000 {
             l.push_back(Bytes::new());
         }
-        assert!(l.chunks.iter().all(|c| c.ends.len() <= CHUNK_BYTES / 2), "a chunk of empty elements outgrew its bound");
+        assert!(l.chunks.iter().all(|c| c.count() <= CHUNK_BYTES / 2), "a chunk of empty elements outgrew its bound");
         // A queue of one element: pushes at the tail, pops at the head.
         let mut q = ListValue::new();
         q.push_back(Bytes::new());
@@ -556,7 +680,7 @@ mod tests {
             q.push_back(Bytes::new());
             q.pop_front();
         }
-        assert!(q.chunks.iter().map(|c| c.ends.len()).sum::<usize>() <= CHUNK_BYTES / 2);
+        assert!(q.chunks.iter().map(|c| c.count()).sum::<usize>() <= CHUNK_BYTES / 2);
         let mut m = ListValue::new();
         for i in 0..2048u32 {
             m.push_back(Bytes::from(format!("{i:08}")));

@@ -76,8 +76,9 @@ impl NewKey<'_> {
 #[derive(Default)]
 pub struct Db {
     keys: KeyTable<Entry>,
-    /// The keys that have an expiry, for active-expiry sampling.
-    volatile: KeyTable<()>,
+    /// The keys that have an expiry, with it (absolute, ms): Redis's `expires` dict. Their
+    /// entries have [`Entry::has_expire`] set, so a key without one costs no second lookup.
+    volatile: KeyTable<i64>,
     /// Approximate bytes held by keys and values, for INFO memory.
     mem: usize,
     /// The LRU clock as of the latest lookup in this database: [`Db::insert`] uses it for
@@ -128,8 +129,41 @@ impl Db {
         self.keys.get(key)
     }
 
-    fn is_expired(entry: &Entry, now_ms: i64) -> bool {
-        entry.expire_at().is_some_and(|at| at <= now_ms)
+    /// The expiry of `key` whose entry is `entry` (found by the caller).
+    pub fn expire_of(&self, key: &[u8], entry: &Entry) -> Option<i64> {
+        if entry.has_expire() {
+            self.volatile.get(key).copied()
+        } else {
+            None
+        }
+    }
+
+    fn is_expired(&self, key: &[u8], entry: &Entry, now_ms: i64) -> bool {
+        self.expire_of(key, entry).is_some_and(|at| at <= now_ms)
+    }
+
+    /// Records `key`'s expiry in the side table and its entry's bit (the entry at `index`).
+    fn note_expire(&mut self, index: usize, expire_at: Option<i64>) {
+        let entry = self.keys.value_at_mut(index);
+        let had = entry.has_expire();
+        entry.set_has_expire(expire_at.is_some());
+        match expire_at {
+            Some(at) => {
+                let key = self.keys.key_at(index);
+                match self.volatile.get_mut(key) {
+                    Some(slot) => *slot = at,
+                    None => {
+                        let key = key.clone();
+                        self.volatile.insert(key, at);
+                    }
+                }
+            }
+            None if had => {
+                let key = self.keys.key_at(index).clone();
+                self.volatile.remove(&key);
+            }
+            None => {}
+        }
     }
 
     /// Inserts or replaces `key`, with the given expiry. `lru` is the access data of the
@@ -155,102 +189,85 @@ impl Db {
                 NewKey::Owned(k) => Key::from(k),
                 NewKey::Borrowed(k) => Key::copy_from(k),
             };
-            let entry = Entry::with_lru(value, expire_at, lru, snap);
-            self.mem += entry_mem(&key, &entry);
-            if expire_at.is_some() {
-                self.volatile.insert(key.clone(), ());
-            }
-            if let Some(ix) = self.slot_index.as_mut() {
-                ix.add(&key);
-            }
-            self.keys.push_absent(hash, key, entry);
+            let entry = Entry::with_lru(value, lru, snap);
+            self.add_absent(hash, key, entry, expire_at);
             return true;
         };
         let key = key.bytes();
         let old = self.keys.value_at_mut(i);
         let old_mem = entry_mem(key, old);
-        let had_expire = old.expire_at().is_some();
         let lru = if keep_lru { old.lru } else { lru };
-        *old = Entry::with_lru(value, expire_at, lru, snap);
+        let has_expire = old.has_expire();
+        *old = Entry::with_lru(value, lru, snap);
+        old.set_has_expire(has_expire);
         self.mem = self.mem - old_mem + entry_mem(key, old);
-        if expire_at.is_some() && !had_expire {
-            let stored = self.keys.key_at(i).clone();
-            self.volatile.insert(stored, ());
-        } else if expire_at.is_none() && had_expire {
-            self.volatile.remove(key);
-        }
+        self.note_expire(i, expire_at);
         false
     }
 
-    /// Adds `key` with a whole entry if it is absent (one lookup: a loader's insert, for
-    /// which a duplicate is the file's error); false if it was there.
-    pub fn insert_new(&mut self, key: Bytes, mut entry: Entry) -> bool {
-        let (hash, pos) = self.keys.probe(&key);
-        if pos.is_some() {
-            return false;
-        }
-        let key = Key::from(key);
-        entry.snap = self.snap_epoch;
+    /// Adds an absent key (`hash` from [`KeyTable::probe`]) to the table, the side table of
+    /// expiry times, the memory account and the slot index.
+    fn add_absent(&mut self, hash: u64, key: Key, mut entry: Entry, expire_at: Option<i64>) {
         self.mem += entry_mem(&key, &entry);
-        if entry.expire_at().is_some() {
-            self.volatile.insert(key.clone(), ());
+        entry.set_has_expire(expire_at.is_some());
+        if let Some(at) = expire_at {
+            self.volatile.insert(key.clone(), at);
         }
         if let Some(ix) = self.slot_index.as_mut() {
             ix.add(&key);
         }
         self.keys.push_absent(hash, key, entry);
+    }
+
+    /// Adds `key` with a whole entry if it is absent (one lookup: a loader's insert, for
+    /// which a duplicate is the file's error); false if it was there.
+    pub fn insert_new(&mut self, key: Bytes, mut entry: Entry, expire_at: Option<i64>) -> bool {
+        let (hash, pos) = self.keys.probe(&key);
+        if pos.is_some() {
+            return false;
+        }
+        entry.set_snap(self.snap_epoch);
+        self.add_absent(hash, Key::from(key), entry, expire_at);
         true
     }
 
-    /// Inserts or replaces `key` with a whole entry (its expiry and access data kept), as
+    /// Inserts or replaces `key` with a whole entry (its access data kept) and an expiry, as
     /// RENAME and MOVE do with the object they carry over.
-    pub fn insert_entry(&mut self, key: Bytes, entry: Entry) {
-        let expire_at = entry.expire_at();
+    pub fn insert_entry(&mut self, key: Bytes, entry: Entry, expire_at: Option<i64>) {
         self.insert(key, entry.value, expire_at, entry.lru);
     }
 
     /// The absolute expiry of `key` in ms, if it exists and has one (no expiry check).
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
-        self.keys.get(key).and_then(|e| e.expire_at())
+        self.keys.get(key).and_then(|e| self.expire_of(key, e))
     }
 
     pub fn contains_key(&self, key: &[u8]) -> bool {
         self.keys.contains_key(key)
     }
 
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+    /// Removes `key`: its entry and its expiry, if it had one.
+    pub fn remove(&mut self, key: &[u8]) -> Option<(Entry, Option<i64>)> {
         let (k, entry) = self.keys.remove(key)?;
         self.mem -= entry_mem(&k, &entry);
         if let Some(ix) = self.slot_index.as_mut() {
             ix.remove(key);
         }
-        if entry.expire_at().is_some() {
-            self.volatile.remove(key);
-        }
-        Some(entry)
+        let expire_at = if entry.has_expire() { self.volatile.remove(key).map(|(_, at)| at) } else { None };
+        Some((entry, expire_at))
     }
 
     /// Sets (or clears) the expiry of an existing key; false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<i64>) -> bool {
-        let Some(entry) = self.keys.get_mut(key) else {
+        let Some(i) = self.keys.position(key) else {
             return false;
         };
-        let had = entry.expire_at().is_some();
-        entry.set_expire_at(expire_at);
-        match (had, expire_at.is_some()) {
-            (false, true) => {
-                self.volatile.insert(Key::copy_from(key), ());
-            }
-            (true, false) => {
-                self.volatile.remove(key);
-            }
-            _ => {}
-        }
+        self.note_expire(i, expire_at);
         true
     }
 
-    /// Runs `f` on the entry of an existing key, keeping the memory account and the
-    /// volatile index right (`f` may change the value and the expiry).
+    /// Runs `f` on the entry of an existing key, keeping the memory account right (`f` may
+    /// change the value; the expiry changes through [`Db::set_expire`] only).
     pub fn modify<R>(&mut self, key: &[u8], f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
         let i = self.keys.position(key)?;
         Some(self.modify_at(i, f))
@@ -261,19 +278,11 @@ impl Db {
     pub fn modify_at<R>(&mut self, index: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
         let entry = self.keys.value_at_mut(index);
         let before = entry.value.mem_usage();
-        let had_expire = entry.expire_at().is_some();
+        let has_expire = entry.has_expire();
         let r = f(entry);
+        debug_assert_eq!(entry.has_expire(), has_expire, "an expiry changes through Db::set_expire");
         let after = entry.value.mem_usage();
-        let has_expire = entry.expire_at().is_some();
         self.mem = self.mem + after - before;
-        if had_expire != has_expire {
-            let key = self.keys.key_at(index).clone();
-            if has_expire {
-                self.volatile.insert(key, ());
-            } else {
-                self.volatile.remove(&key);
-            }
-        }
         r
     }
 
@@ -297,8 +306,11 @@ impl Db {
 
     /// The key and entry at a dense position (a rewrite walks positions downwards: a removal
     /// moves the last entry into the hole, which is then never a position still to visit).
-    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Key, &mut Entry)> {
-        self.keys.slot_at_mut(index)
+    /// The expiry comes with them: a walk serializes all three.
+    pub fn slot_at_mut(&mut self, index: usize) -> Option<(&Key, &mut Entry, Option<i64>)> {
+        let (key, entry) = self.keys.slot_at_mut(index)?;
+        let expire_at = if entry.has_expire() { self.volatile.get(key).copied() } else { None };
+        Some((key, entry, expire_at))
     }
 
     /// The dense position of `key`.
@@ -348,11 +360,11 @@ impl Db {
     /// from its expiry sampling; 0 when there is none).
     pub fn avg_ttl_ms(&self, now_ms: i64, rng: &mut impl FnMut() -> u64) -> i64 {
         let n = self.volatile.len();
-        let ttl = |k: &Key| self.keys.get(&k[..]).and_then(|e| e.expire_at()).map(|at| (at - now_ms).max(0));
+        let ttl = |at: &i64| (at - now_ms).max(0);
         let ttls: Vec<i64> = if n <= 64 {
-            self.volatile.keys().filter_map(ttl).collect()
+            self.volatile.iter().map(|(_, at)| ttl(at)).collect()
         } else {
-            (0..64).filter_map(|_| self.volatile.entry_at((rng() % n as u64) as usize).and_then(|(k, _)| ttl(k))).collect()
+            (0..64).filter_map(|_| self.volatile.entry_at((rng() % n as u64) as usize).map(|(_, at)| ttl(at))).collect()
         };
         if ttls.is_empty() {
             0
@@ -361,11 +373,12 @@ impl Db {
         }
     }
 
-    pub fn random_volatile_key(&self, rand: u64) -> Option<&Key> {
+    /// A uniformly random key with an expiry, and its expiry.
+    pub fn random_volatile(&self, rand: u64) -> Option<(&Key, i64)> {
         if self.volatile.is_empty() {
             return None;
         }
-        self.volatile.entry_at((rand % self.volatile.len() as u64) as usize).map(|(k, _)| k)
+        self.volatile.entry_at((rand % self.volatile.len() as u64) as usize).map(|(k, at)| (k, *at))
     }
 }
 
@@ -472,7 +485,7 @@ impl Keyspace {
         let Some(entry) = self.dbs[db].keys.get(key) else {
             return true;
         };
-        if !Db::is_expired(entry, now_ms) {
+        if !self.dbs[db].is_expired(key, entry, now_ms) {
             return false;
         }
         if !self.passive_expiry {
@@ -488,7 +501,8 @@ impl Keyspace {
     fn lookup(&mut self, db: usize, key: &[u8], now_ms: i64, touch: bool) -> Option<usize> {
         self.dbs[db].set_clock(now_ms);
         let pos = self.dbs[db].keys.position(key)?;
-        if Db::is_expired(self.dbs[db].keys.value_at(pos), now_ms) {
+        let d = &self.dbs[db];
+        if d.is_expired(key, d.keys.value_at(pos), now_ms) {
             if !self.passive_expiry {
                 self.dbs[db].remove(key);
                 self.stats.expired_keys += 1;
@@ -513,21 +527,31 @@ impl Keyspace {
     /// Looks a key up for reading (Redis's `lookupKeyRead`): expired keys are deleted (or
     /// hidden) first, a hit or miss is counted, and the key's access time is updated.
     pub fn get(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        self.read_lookup(db, key, now_ms, true)
+        let pos = self.read_lookup(db, key, now_ms, true)?;
+        Some(self.dbs[db].keys.value_at(pos))
+    }
+
+    /// [`Keyspace::get`] with the key's expiry.
+    pub fn get_with_expiry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<(&Entry, Option<i64>)> {
+        let pos = self.read_lookup(db, key, now_ms, true)?;
+        let d = &self.dbs[db];
+        let entry = d.keys.value_at(pos);
+        Some((entry, d.expire_of(key, entry)))
     }
 
     /// Like [`Keyspace::get`] but leaves the access time alone (Redis's `LOOKUP_NOTOUCH`,
     /// used by TYPE, TTL, EXISTS, OBJECT...).
     pub fn get_no_touch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        self.read_lookup(db, key, now_ms, false)
+        let pos = self.read_lookup(db, key, now_ms, false)?;
+        Some(self.dbs[db].keys.value_at(pos))
     }
 
     /// A read lookup: counts the hit or miss (and records misses for `keymiss` events).
-    fn read_lookup(&mut self, db: usize, key: &[u8], now_ms: i64, touch: bool) -> Option<&Entry> {
+    fn read_lookup(&mut self, db: usize, key: &[u8], now_ms: i64, touch: bool) -> Option<usize> {
         match self.lookup(db, key, now_ms, touch) {
             Some(pos) => {
                 self.stats.keyspace_hits += 1;
-                Some(self.dbs[db].keys.value_at(pos))
+                Some(pos)
             }
             None => {
                 self.stats.keyspace_misses += 1;
@@ -571,10 +595,10 @@ impl Keyspace {
                 }
                 let mut expired_here = 0;
                 for _ in 0..sample {
-                    let Some(key) = self.dbs[db].random_volatile_key(rng()) else {
+                    let Some((key, at)) = self.dbs[db].random_volatile(rng()) else {
                         break;
                     };
-                    if self.dbs[db].peek(key).is_some_and(|e| Db::is_expired(e, now_ms)) {
+                    if at <= now_ms {
                         let key = key.to_bytes();
                         self.dbs[db].remove(&key);
                         self.stats.expired_keys += 1;
@@ -618,7 +642,7 @@ impl Keyspace {
         loop {
             let (key, volatile) = {
                 let (k, e) = self.dbs[db].random_entry(rng())?;
-                (k.to_bytes(), e.expire_at().is_some())
+                (k.to_bytes(), e.has_expire())
             };
             if volatile {
                 if all_volatile && self.passive_expiry {
@@ -670,19 +694,22 @@ mod tests {
         db.insert(b("b"), Value::string("again"), None, 0);
         assert_eq!(db.volatile_len(), 0);
         assert!(db.set_expire(b"a", Some(T0)));
-        assert_eq!(db.volatile_len(), 1);
-        // modify may change the expiry too.
-        db.modify(b"a", |e| e.set_expire_at(None));
-        assert_eq!(db.volatile_len(), 0);
-        db.modify(b"b", |e| {
-            e.set_expire_at(Some(T0));
-            e.value = Value::string(vec![b'x'; 1000]);
-        });
-        assert_eq!(db.volatile_len(), 1);
-        let entry = db.remove(b"b").unwrap();
-        assert_eq!(db.volatile_len(), 0);
-        db.insert_entry(b("c"), entry);
+        assert_eq!((db.volatile_len(), db.expire_at(b"a")), (1, Some(T0)));
+        assert!(db.set_expire(b"a", Some(T0 + 5)), "a new expiry replaces the old one");
+        assert_eq!((db.volatile_len(), db.expire_at(b"a")), (1, Some(T0 + 5)));
+        assert!(db.set_expire(b"a", None));
+        assert_eq!((db.volatile_len(), db.expire_at(b"a")), (0, None));
+        assert!(!db.set_expire(b"nope", Some(T0)));
+        db.set_expire(b"b", Some(T0));
+        db.modify(b"b", |e| e.value = Value::string(vec![b'x'; 1000]));
+        // Replacing a value keeps the expiry it is given, and the entry's bit with it.
+        db.insert(b("b"), Value::string(vec![b'y'; 1000]), Some(T0), 0);
+        assert_eq!((db.volatile_len(), db.expire_at(b"b")), (1, Some(T0)));
+        let (entry, expire_at) = db.remove(b"b").unwrap();
+        assert_eq!((db.volatile_len(), expire_at), (0, Some(T0)));
+        db.insert_entry(b("c"), entry, expire_at);
         assert_eq!((db.volatile_len(), db.expire_at(b"c")), (1, Some(T0)));
+        assert!(db.peek(b"c").unwrap().has_expire() && !db.peek(b"a").unwrap().has_expire());
         db.remove(b"a");
         db.remove(b"c");
         assert_eq!((db.mem_usage(), db.len(), db.volatile_len()), (0, 0, 0));
@@ -692,19 +719,25 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_40_bytes() {
-        // Every key pays for it: the value (24), the expiry (8), the LRU/LFU word and the
-        // rewrite epoch (4 + 4).
-        assert_eq!(std::mem::size_of::<Entry>(), 40);
-        let mut e = Entry::new(Value::string("v"), Some(i64::MIN), T0);
-        assert_eq!(e.expire_at(), Some(i64::MIN + 1), "the lowest expiry is not taken for none");
-        e.set_expire_at(None);
-        assert_eq!(e.expire_at(), None);
+    fn an_entry_is_32_bytes() {
+        // Every key pays for it: the value (24), the LRU/LFU word and the rewrite epoch with
+        // the has-an-expiry bit (4 + 4).
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        let mut e = Entry::new(Value::string("v"), T0);
+        e.set_snap(entry::SNAP_EPOCH_MAX);
+        e.set_has_expire(true);
+        assert_eq!((e.snap(), e.has_expire()), (entry::SNAP_EPOCH_MAX, true));
+        e.set_snap(3);
+        e.set_has_expire(false);
+        assert_eq!((e.snap(), e.has_expire()), (3, false));
+        let mut db = Db::default();
+        db.insert(b("min"), Value::string("v"), Some(i64::MIN), 0);
+        assert_eq!(db.expire_at(b"min"), Some(i64::MIN), "any expiry is kept as given");
     }
 
     #[test]
     fn idle_time_and_lfu_counter() {
-        let mut e = Entry::new(Value::string("v"), None, T0);
+        let mut e = Entry::new(Value::string("v"), T0);
         assert_eq!(e.idle_ms(T0 + 999), 0);
         assert_eq!(e.idle_ms(T0 + 5_000), 5_000);
         assert_eq!(e.lfu_counter(T0, 1), LFU_INIT_VAL);
@@ -720,7 +753,7 @@ mod tests {
         assert_eq!(e.lfu_counter(T0 + 5_000 + 3 * 60_000, 0), 7);
         assert_eq!(e.lfu_counter(T0 + 5_000 + 600 * 60_000, 1), 0);
         // The 24-bit clock wraps like Redis's.
-        let wrap = Entry::with_lru(Value::string("v"), None, LRU_CLOCK_MAX - 1, 0);
+        let wrap = Entry::with_lru(Value::string("v"), LRU_CLOCK_MAX - 1, 0);
         let now = ((LRU_CLOCK_MAX as i64 + 1) * 7 + 3) * 1000;
         assert_eq!(wrap.idle_ms(now), 4_000);
     }

@@ -76,11 +76,11 @@ impl Encoder {
     }
 
     /// One key of database `db`.
-    pub fn entry(&mut self, out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry, hint: Hint) {
+    pub fn entry(&mut self, out: &mut Vec<u8>, db: usize, key: &[u8], entry: &Entry, expire_at: Option<i64>, hint: Hint) {
         if self.db != Some(db) {
             self.select(out, db, None);
         }
-        if let Some(at) = entry.expire_at() {
+        if let Some(at) = expire_at {
             out.push(OP_EXPIRETIME_MS);
             out.extend_from_slice(&at.to_le_bytes());
         }
@@ -148,7 +148,7 @@ pub fn write_keyspace(enc: &mut Encoder, out: &mut Vec<u8>, ks: &super::Keyspace
         }
         enc.select(out, i, Some((db.len() as u64, db.volatile_len() as u64)));
         for (key, entry) in db.iter() {
-            enc.entry(out, i, key, entry, hints.of(entry));
+            enc.entry(out, i, key, entry, db.expire_of(key, entry), hints.of(entry));
             if out.len() >= 1 << 20 {
                 flush(out);
             }
@@ -329,9 +329,9 @@ mod tests {
         let lib: &[u8] = b"#!lua name=l\nredis.register_function('f', function() return 1 end)";
         let (mut enc, mut out) = Encoder::start(&aux, [lib].into_iter());
         enc.select(&mut out, 0, Some((2, 1)));
-        enc.entry(&mut out, 0, b"s", &Entry::new(Value::string("v"), Some(1_900_000_000_000), 0), Hint::Idle(7));
-        enc.entry(&mut out, 3, b"123", &Entry::new(Value::string("42"), None, 0), Hint::Freq(9));
-        enc.entry(&mut out, 0, b"t", &Entry::new(Value::string("w"), None, 0), Hint::None);
+        enc.entry(&mut out, 0, b"s", &Entry::new(Value::string("v"), 0), Some(1_900_000_000_000), Hint::Idle(7));
+        enc.entry(&mut out, 3, b"123", &Entry::new(Value::string("42"), 0), None, Hint::Freq(9));
+        enc.entry(&mut out, 0, b"t", &Entry::new(Value::string("w"), 0), None, Hint::None);
         Encoder::end(&mut out);
         let crc = crate::db::rdb::crc64(&out);
         out.extend_from_slice(&crc.to_le_bytes());

@@ -13,6 +13,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::entry::SNAP_EPOCH_MAX;
 use super::{Entry, Keyspace};
 
 pub struct Walk {
@@ -26,7 +27,8 @@ pub struct Walk {
 impl Walk {
     /// Begins a walk of `ks`: every database gets a new epoch (new entries then belong to it).
     pub fn start(ks: &mut Keyspace) -> Walk {
-        let epoch = ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0).wrapping_add(1).max(1);
+        let epoch = (ks.dbs.iter().map(|d| d.snap_epoch).max().unwrap_or(0) + 1) % (SNAP_EPOCH_MAX + 1);
+        let epoch = epoch.max(1);
         for db in ks.dbs.iter_mut() {
             db.snap_epoch = epoch;
         }
@@ -34,7 +36,7 @@ impl Walk {
     }
 
     /// Visits `key` of `db` now if the walk still owes it (it is about to change).
-    pub fn capture(&mut self, ks: &mut Keyspace, db: usize, key: &[u8], visit: impl FnMut(usize, &[u8], &Entry)) {
+    pub fn capture(&mut self, ks: &mut Keyspace, db: usize, key: &[u8], visit: impl FnMut(usize, &[u8], &Entry, Option<i64>)) {
         if self.walked || db >= ks.dbs.len() {
             return;
         }
@@ -42,18 +44,18 @@ impl Walk {
         self.visit(ks, db, pos, visit);
     }
 
-    fn visit(&mut self, ks: &mut Keyspace, db: usize, pos: usize, mut visit: impl FnMut(usize, &[u8], &Entry)) -> bool {
-        let Some((key, entry)) = ks.dbs[db].slot_at_mut(pos) else { return false };
-        if entry.snap == self.epoch {
+    fn visit(&mut self, ks: &mut Keyspace, db: usize, pos: usize, mut visit: impl FnMut(usize, &[u8], &Entry, Option<i64>)) -> bool {
+        let Some((key, entry, expire_at)) = ks.dbs[db].slot_at_mut(pos) else { return false };
+        if entry.snap() == self.epoch {
             return false;
         }
-        entry.snap = self.epoch;
-        visit(db, key.as_ref(), entry);
+        entry.set_snap(self.epoch);
+        visit(db, key.as_ref(), entry, expire_at);
         true
     }
 
     /// Walks on for about `budget`; true once every key is visited.
-    pub fn step(&mut self, ks: &mut Keyspace, budget: Duration, mut visit: impl FnMut(usize, &[u8], &Entry)) -> bool {
+    pub fn step(&mut self, ks: &mut Keyspace, budget: Duration, mut visit: impl FnMut(usize, &[u8], &Entry, Option<i64>)) -> bool {
         let start = Instant::now();
         let mut n = 0u32;
         while !self.walked {
@@ -79,7 +81,7 @@ impl Walk {
     }
 
     /// Visits everything left at once.
-    pub fn complete(&mut self, ks: &mut Keyspace, mut visit: impl FnMut(usize, &[u8], &Entry)) {
+    pub fn complete(&mut self, ks: &mut Keyspace, mut visit: impl FnMut(usize, &[u8], &Entry, Option<i64>)) {
         while !self.step(ks, Duration::from_secs(3600), &mut visit) {}
     }
 

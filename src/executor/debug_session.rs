@@ -349,7 +349,7 @@ impl PrivateView {
             return;
         }
         if let Some(entry) = real.db(db).peek(key) {
-            self.ks.db_mut(db).insert_entry(key.clone(), entry.clone());
+            self.ks.db_mut(db).insert_entry(key.clone(), entry.clone(), real.db(db).expire_of(key, entry));
         }
     }
 
@@ -374,10 +374,12 @@ impl PrivateView {
             return Ok(());
         }
         self.check_copy(real.db(db).mem_usage(), &format!("database {db}"), cmd)?;
-        for (key, entry) in real.db(db).iter() {
+        let d = real.db(db);
+        for (key, entry) in d.iter() {
+            let expire_at = d.expire_of(key, entry);
             let key = Bytes::copy_from_slice(key);
             if !self.copied.contains(&(db, key.clone())) {
-                self.ks.db_mut(db).insert_entry(key, entry.clone());
+                self.ks.db_mut(db).insert_entry(key, entry.clone(), expire_at);
             }
         }
         self.whole[db] = true;

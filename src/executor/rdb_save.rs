@@ -60,12 +60,12 @@ struct Out {
 }
 
 impl Out {
-    fn entry(&mut self, db: usize, key: &[u8], entry: &Entry) {
+    fn entry(&mut self, db: usize, key: &[u8], entry: &Entry, expire_at: Option<i64>) {
         if self.delay_us > 0 {
             std::thread::sleep(Duration::from_micros(self.delay_us));
         }
         let hint = self.hints.of(entry);
-        self.enc.entry(&mut self.chunks.buf, db, key, entry, hint);
+        self.enc.entry(&mut self.chunks.buf, db, key, entry, expire_at, hint);
         self.keys += 1;
         self.chunks.ship();
     }
@@ -198,7 +198,7 @@ impl Executor {
         let Some(job) = self.rdb.job.as_mut() else { return };
         if !job.walk.walked() {
             let out = &mut job.out;
-            if job.walk.step(&mut self.ks, budget, |db, k, e| out.entry(db, k, e)) {
+            if job.walk.step(&mut self.ks, budget, |db, k, e, at| out.entry(db, k, e, at)) {
                 out.finish();
             }
             return;
@@ -247,11 +247,11 @@ impl Executor {
         match keys {
             Some(keys) => {
                 for k in keys {
-                    job.walk.capture(&mut self.ks, db, k, |db, k, e| out.entry(db, k, e));
+                    job.walk.capture(&mut self.ks, db, k, |db, k, e, at| out.entry(db, k, e, at));
                 }
             }
             None => {
-                job.walk.complete(&mut self.ks, |db, k, e| out.entry(db, k, e));
+                job.walk.complete(&mut self.ks, |db, k, e, at| out.entry(db, k, e, at));
                 out.finish();
             }
         }
@@ -398,7 +398,7 @@ impl rdb_file::Sink for LoadSink<'_> {
             self.expired += 1;
             return Ok(());
         }
-        let mut entry = Entry::new(value, expire_at, self.now);
+        let mut entry = Entry::new(value, self.now);
         let (idle, freq) = match hint {
             Hint::Idle(s) => (Some(s.min(i64::MAX as u64) as i64), None),
             Hint::Freq(f) => (None, Some(f)),
@@ -406,7 +406,7 @@ impl rdb_file::Sink for LoadSink<'_> {
         };
         entry.apply_access_hint(self.lfu_policy, idle, freq, self.now);
         let key = Bytes::from(key);
-        if !self.ks.db_mut(db).insert_new(key.clone(), entry) {
+        if !self.ks.db_mut(db).insert_new(key.clone(), entry, expire_at) {
             return Err(format!("Duplicate key {:?} in the RDB file", String::from_utf8_lossy(&key)));
         }
         self.loaded += 1;

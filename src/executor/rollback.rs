@@ -20,11 +20,14 @@ use crate::config::P;
 use crate::db::Entry;
 use crate::protocol::Reply;
 
+/// A key's entry and expiry as they were before the script's first write to it.
+type Saved = (Entry, Option<i64>);
+
 /// The undo record of the running all-or-nothing script.
 #[derive(Default)]
 pub(super) struct Undo {
-    /// (database, key, its entry before the script's first write to it), oldest first.
-    saved: Vec<(usize, Bytes, Option<Entry>)>,
+    /// (database, key, its entry and expiry before the script's first write to it), oldest first.
+    saved: Vec<(usize, Bytes, Option<Saved>)>,
     seen: HashSet<(usize, Bytes)>,
     /// The record's size (entries as the keyspace counts them) and its bound.
     bytes: usize,
@@ -85,7 +88,8 @@ impl Executor {
                 return Some(Reply::error(OVERFLOW));
             }
             undo.bytes += size;
-            undo.saved.push((db, key.clone(), current.cloned()));
+            let saved = current.map(|e| (e.clone(), self.ks.db(db).expire_of(key, e)));
+            undo.saved.push((db, key.clone(), saved));
         }
         None
     }
@@ -110,8 +114,8 @@ impl Executor {
         for (db, key, entry) in undo.saved.into_iter().rev() {
             let d = self.ks.db_mut(db);
             d.remove(&key);
-            if let Some(entry) = entry {
-                d.insert_entry(key, entry);
+            if let Some((entry, expire_at)) = entry {
+                d.insert_entry(key, entry, expire_at);
             }
         }
         (true, overflowed)

@@ -14,7 +14,7 @@ impl Executor {
         let queued = client.txn.multi.take().unwrap_or_default();
         // A watched key whose time ran out since WATCH counts as changed (Redis 7).
         let now = self.now_ms;
-        let expired = |(db, key): &(usize, Bytes)| self.ks.db(*db).peek(key).is_some_and(|e| e.expire_at().is_some_and(|at| at <= now));
+        let expired = |(db, key): &(usize, Bytes)| self.ks.db(*db).expire_at(key).is_some_and(|at| at <= now);
         if client.txn.watched.iter().any(|w| expired(w) && !client.txn.watched_expired.contains(w)) {
             client.txn.cas_dirty = true;
         }
