@@ -127,10 +127,9 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], basetime: i64, seconds: boo
     when = when.checked_add(basetime).ok_or_else(|| CmdError::InvalidExpire(name.into()))?;
     let (db, now) = (ctx.db(), ctx.now_ms);
     let key = &args[1];
-    if ctx.ks.get_mut(db, key, now).is_none() {
+    let Some(current) = ctx.ks.write_expiry(db, key, now) else {
         return Ok(Reply::Int(0));
-    }
-    let current = ctx.ks.db(db).expire_at(key);
+    };
     if flags & EXPIRE_NX != 0 && current.is_some() {
         return Ok(Reply::Int(0));
     }
@@ -192,10 +191,10 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, CmdError> {
 /// key, -1 without expiry, else the remaining (or absolute) time, seconds rounded.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> Result<Reply, CmdError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if ctx.ks.get_no_touch(db, &args[1], now).is_none() {
+    let Some(expire_at) = ctx.ks.read_expiry(db, &args[1], now) else {
         return Ok(Reply::Int(-2));
-    }
-    let Some(at) = ctx.ks.db(db).expire_at(&args[1]) else {
+    };
+    let Some(at) = expire_at else {
         return Ok(Reply::Int(-1));
     };
     let ttl = (if absolute { at } else { at.saturating_sub(now) }).max(0);

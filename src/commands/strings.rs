@@ -136,7 +136,7 @@ fn set_generic(
     };
     let got = if flags & GET != 0 { Some(get_reply(ctx, key)?) } else { None };
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let old_expire = ctx.ks.get_mut(db, key, now).is_some().then(|| ctx.ks.db(db).expire_at(key));
+    let old_expire = ctx.ks.write_expiry(db, key, now);
     let found = old_expire.is_some();
     if (flags & NX != 0 && found) || (flags & XX != 0 && !found) {
         return Ok(got.unwrap_or(abort_reply));

@@ -18,7 +18,7 @@ const CHUNK_BYTES: usize = 8192;
 
 /// Estimated bytes of bookkeeping per element (its end offset and the buffers' slack) and
 /// per chunk (its buffers' headers and the deque's slot).
-const ITEM_OVERHEAD: usize = 3;
+const ITEM_OVERHEAD: usize = 2;
 const CHUNK_OVERHEAD: usize = 96;
 
 /// Elements back to back in `data`; `ends[p]` is where physical element `p` ends. Physical
@@ -26,22 +26,32 @@ const CHUNK_OVERHEAD: usize = 96;
 /// emptied). A `reversed` chunk holds its logical elements in reverse physical order, so
 /// pushes at the list's head append to it.
 ///
-/// A chunk no longer pushed to is *sealed*: its offsets move behind its bytes in one buffer
-/// of exactly their size (`sealed` of them, little-endian), `ends` then empty. A full chunk
-/// is then one 8 KB block, an exact allocator size class, where two buffers of their own
-/// sizes (about 7.2 and 1 KB) each fell into a class up to 12% larger. A pop at the front
-/// only moves `start`; any other change unseals it first (O(chunk), once).
+/// A chunk no longer pushed to is *sealed*: what locates its elements moves behind its bytes
+/// in one buffer of exactly their size, `ends` then empty. A full chunk is then one 8 KB
+/// block, an exact allocator size class, where two buffers of their own sizes (about 7.2 and
+/// 1 KB) each fell into a class up to 12% larger. When every element is under 256 bytes (the
+/// usual list) it is *narrow*: one length byte per element and, every [`NARROW_STEP`]
+/// elements, the 2-byte start of the next, so an element is at most 15 additions away and
+/// costs 1.125 bytes besides its own where a listpack entry costs 2. Otherwise the 2-byte
+/// ends follow the bytes. A pop at the front only moves `start`; any other change unseals the
+/// chunk first (O(chunk), once).
 #[derive(Clone, Default)]
 struct Chunk {
     data: Vec<u8>,
     ends: Vec<u16>,
     /// u32: a chunk's element count is bounded by its byte budget (offsets included).
     start: u32,
-    /// The number of offsets stored at the end of `data` (0: not sealed). A chunk holds at
-    /// most `CHUNK_BYTES / 2` elements, or one.
+    /// The number of elements located behind the bytes of `data` (0: not sealed). A chunk
+    /// holds at most `CHUNK_BYTES` elements (each costs a byte at least), or one.
     sealed: u16,
+    /// Every element is under 256 bytes: a sealed chunk's layout is then lengths and a sparse
+    /// index, not 2-byte ends (an open chunk keeps it up to date for its budget).
+    narrow: bool,
     reversed: bool,
 }
+
+/// Elements between two entries of a narrow chunk's index of starts.
+const NARROW_STEP: usize = 16;
 
 impl Chunk {
     /// The number of physical elements, popped ones at the front included.
@@ -57,33 +67,93 @@ impl Chunk {
         self.count() - self.start as usize
     }
 
-    /// The length of the elements' bytes (without the offsets of a sealed chunk).
-    fn data_len(&self) -> usize {
-        self.data.len() - 2 * self.sealed as usize
-    }
-
-    fn raw_end(&self, p: usize) -> u16 {
-        if self.sealed > 0 {
-            let at = self.data_len() + 2 * p;
-            u16::from_le_bytes([self.data[at], self.data[at + 1]])
+    /// The bytes behind the elements in a sealed chunk's buffer.
+    fn trailer_len(&self) -> usize {
+        let n = self.sealed as usize;
+        if n == 0 {
+            0
+        } else if self.narrow {
+            n + 2 * n.div_ceil(NARROW_STEP)
         } else {
-            self.ends[p]
+            2 * n
         }
     }
 
-    /// Where physical element `p` ends. A chunk of two elements or more holds at most
-    /// `CHUNK_BYTES`, so 16 bits suffice; a larger element has a chunk of its own, its end
-    /// marked `u16::MAX`: it ends with the data.
-    fn end(&self, p: usize) -> usize {
-        match self.raw_end(p) {
-            u16::MAX => self.data_len(),
-            e => e as usize,
+    /// The length of the elements' bytes (without what locates them in a sealed chunk).
+    fn data_len(&self) -> usize {
+        self.data.len() - self.trailer_len()
+    }
+
+    fn u16_at(&self, at: usize) -> usize {
+        u16::from_le_bytes([self.data[at], self.data[at + 1]]) as usize
+    }
+
+    /// Where physical element `p` starts and ends. A chunk of two elements or more holds at
+    /// most `CHUNK_BYTES`, so 16 bits suffice; a larger element has a chunk of its own, its
+    /// end marked `u16::MAX`: it ends with the data.
+    fn span(&self, p: usize) -> (usize, usize) {
+        if self.sealed > 0 && self.narrow {
+            let lens = self.data_len();
+            let block = p / NARROW_STEP;
+            let mut from = self.u16_at(lens + self.sealed as usize + 2 * block);
+            for q in block * NARROW_STEP..p {
+                from += self.data[lens + q] as usize;
+            }
+            return (from, from + self.data[lens + p] as usize);
         }
+        let from = if p == 0 { 0 } else { self.wide_end(p - 1) };
+        (from, self.wide_end(p))
+    }
+
+    /// [`Chunk::span`]'s end in a chunk with 2-byte ends (open, or sealed wide).
+    fn wide_end(&self, p: usize) -> usize {
+        let raw = if self.sealed > 0 { self.u16_at(self.data_len() + 2 * p) } else { self.ends[p] as usize };
+        if raw == u16::MAX as usize {
+            self.data_len()
+        } else {
+            raw
+        }
+    }
+
+    /// Calls `f` on physical elements `lo..hi`, upwards or downwards, each located from its
+    /// neighbour (one step, where [`Chunk::span`] of a narrow chunk adds up to 15 lengths).
+    fn visit_phys(&self, lo: usize, hi: usize, upwards: bool, f: &mut impl FnMut(&[u8])) {
+        if lo >= hi {
+            return;
+        }
+        let lens = self.data_len();
+        let narrow = self.sealed > 0 && self.narrow;
+        if upwards {
+            let mut from = self.span(lo).0;
+            for p in lo..hi {
+                let to = if narrow { from + self.data[lens + p] as usize } else { self.wide_end(p) };
+                f(&self.data[from..to]);
+                from = to;
+            }
+        } else {
+            let mut to = self.span(hi - 1).1;
+            for p in (lo..hi).rev() {
+                let from = if narrow {
+                    to - self.data[lens + p] as usize
+                } else if p == 0 {
+                    0
+                } else {
+                    self.wide_end(p - 1)
+                };
+                f(&self.data[from..to]);
+                to = from;
+            }
+        }
+    }
+
+    /// Where physical element `p` ends.
+    fn end(&self, p: usize) -> usize {
+        self.span(p).1
     }
 
     fn phys(&self, p: usize) -> &[u8] {
-        let from = if p == 0 { 0 } else { self.end(p - 1) };
-        &self.data[from..self.end(p)]
+        let (from, to) = self.span(p);
+        &self.data[from..to]
     }
 
     /// Logical element `i` of this chunk.
@@ -97,38 +167,58 @@ impl Chunk {
 
     /// Whether `item` joins this chunk: its bytes and every offset (popped ones included, so
     /// that empty elements and a queue's popped front are bounded too) within `limit`.
+    ///
+    /// Counted in the layout the chunk will have sealed: a chunk of short elements takes more
+    /// of them (1.125 bytes each besides their own, not 2), so that sealed it still fills its
+    /// 8 KB block.
     fn fits_within(&self, item: &[u8], limit: usize) -> bool {
-        self.count() == 0 || self.data_len() + 2 * self.count() + item.len() + 2 <= limit
+        let n = self.count() + 1;
+        let trailer = if self.narrow && item.len() < 256 { n + 2 * n.div_ceil(NARROW_STEP) } else { 2 * n };
+        n == 1 || self.data_len() + item.len() + trailer <= limit
     }
 
     fn fits(&self, item: &[u8]) -> bool {
         self.fits_within(item, CHUNK_BYTES)
     }
 
-    /// Moves the offsets behind the bytes, in one buffer of their exact size.
+    /// Moves what locates the elements behind their bytes, in one buffer of its exact size:
+    /// narrow when every element is under 256 bytes.
     fn seal(&mut self) {
         if self.sealed > 0 || self.ends.is_empty() {
             return;
         }
-        let mut data = Vec::with_capacity(self.data.len() + 2 * self.ends.len());
-        data.extend_from_slice(&self.data);
-        for e in &self.ends {
-            data.extend_from_slice(&e.to_le_bytes());
-        }
-        // At most CHUNK_BYTES / 2 offsets, or one (see `fits_within`).
+        // At most CHUNK_BYTES elements, or one (see `fits_within`).
         let Ok(n) = u16::try_from(self.ends.len()) else { return };
+        let spans: Vec<(usize, usize)> = (0..n as usize).map(|p| self.span(p)).collect();
+        let narrow = self.narrow;
+        debug_assert!(!narrow || spans.iter().all(|(from, to)| to - from < 256));
+        let trailer = if narrow { n as usize + 2 * (n as usize).div_ceil(NARROW_STEP) } else { 2 * n as usize };
+        let mut data = Vec::with_capacity(self.data.len() + trailer);
+        data.extend_from_slice(&self.data);
+        if narrow {
+            data.extend(spans.iter().map(|(from, to)| (to - from) as u8));
+            for (from, _) in spans.iter().step_by(NARROW_STEP) {
+                data.extend_from_slice(&(*from as u16).to_le_bytes());
+            }
+        } else {
+            for e in &self.ends {
+                data.extend_from_slice(&e.to_le_bytes());
+            }
+        }
         self.sealed = n;
+        self.narrow = narrow;
         self.data = data;
         self.ends = Vec::new();
     }
 
-    /// Takes the offsets back out of a sealed chunk's buffer, before a change.
+    /// Takes the ends back out of a sealed chunk's buffer, before a change.
     fn unseal(&mut self) {
         if self.sealed == 0 {
             return;
         }
         let n = self.sealed as usize;
-        self.ends = (0..n).map(|p| self.raw_end(p)).collect();
+        // A narrow chunk's ends are under CHUNK_BYTES; a wide one's are kept as stored.
+        self.ends = (0..n).map(|p| if self.narrow { self.end(p) as u16 } else { self.u16_at(self.data_len() + 2 * p) as u16 }).collect();
         let len = self.data_len();
         self.data.truncate(len);
         self.sealed = 0;
@@ -136,6 +226,7 @@ impl Chunk {
 
     fn push_phys(&mut self, item: &[u8]) {
         self.unseal();
+        self.narrow = (self.ends.is_empty() || self.narrow) && item.len() < 256;
         self.data.extend_from_slice(item);
         self.ends.push(u16::try_from(self.data.len()).unwrap_or(u16::MAX));
     }
@@ -479,18 +570,11 @@ impl ListValue {
             let Some(c) = self.chunks.get(ci) else { return };
             let take = (c.len() - i).min(left);
             if c.reversed {
-                for k in i..i + take {
-                    f(c.get(k));
-                }
+                let top = c.count() - i;
+                c.visit_phys(top - take, top, false, &mut f);
             } else {
-                // Physical order: each element starts where the previous one ended.
                 let first = c.start as usize + i;
-                let mut from = if first == 0 { 0 } else { c.end(first - 1) };
-                for p in first..first + take {
-                    let to = c.end(p);
-                    f(&c.data[from..to]);
-                    from = to;
-                }
+                c.visit_phys(first, first + take, true, &mut f);
             }
             left -= take;
             ci += 1;
@@ -556,7 +640,11 @@ mod tests {
         };
         for round in 0..20_000 {
             let r = next();
-            let len = if r % 97 == 0 { 9000 } else { (r >> 8) as usize % 40 };
+            let len = match r % 97 {
+                0 => 9000,
+                1..=6 => 256 + (r >> 8) as usize % 300,
+                _ => (r >> 8) as usize % 40,
+            };
             let item: Vec<u8> = (0..len).map(|i| (i as u64 + r) as u8).collect();
             match r % 11 {
                 0..=2 => {
@@ -594,7 +682,8 @@ mod tests {
                 }
             }
         }
-        assert!(l.chunks.iter().any(|c| c.sealed > 0), "no chunk was sealed");
+        assert!(l.chunks.iter().any(|c| c.sealed > 0 && c.narrow), "no chunk was sealed narrow");
+        assert!(l.chunks.iter().any(|c| c.sealed > 0 && !c.narrow), "no chunk was sealed wide");
         assert_eq!(items(&l), model.into_iter().collect::<Vec<_>>());
     }
 
@@ -672,7 +761,7 @@ mod tests {
         for _ in 0..100_000 {
             l.push_back(Bytes::new());
         }
-        assert!(l.chunks.iter().all(|c| c.count() <= CHUNK_BYTES / 2), "a chunk of empty elements outgrew its bound");
+        assert!(l.chunks.iter().all(|c| c.count() <= CHUNK_BYTES), "a chunk of empty elements outgrew its bound");
         // A queue of one element: pushes at the tail, pops at the head.
         let mut q = ListValue::new();
         q.push_back(Bytes::new());
@@ -680,7 +769,7 @@ mod tests {
             q.push_back(Bytes::new());
             q.pop_front();
         }
-        assert!(q.chunks.iter().map(|c| c.count()).sum::<usize>() <= CHUNK_BYTES / 2);
+        assert!(q.chunks.iter().map(|c| c.count()).sum::<usize>() <= CHUNK_BYTES);
         let mut m = ListValue::new();
         for i in 0..2048u32 {
             m.push_back(Bytes::from(format!("{i:08}")));

@@ -531,6 +531,21 @@ impl Keyspace {
         Some(self.dbs[db].keys.value_at(pos))
     }
 
+    /// [`Keyspace::get_mut`]'s lookup for the key's expiry alone: `None` for a missing key,
+    /// `Some(None)` for a live key without one (one hash computation unless it has one).
+    pub fn write_expiry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Option<i64>> {
+        let pos = self.lookup(db, key, now_ms, true)?;
+        let d = &self.dbs[db];
+        Some(d.expire_of(key, d.keys.value_at(pos)))
+    }
+
+    /// [`Keyspace::write_expiry`] with [`Keyspace::get_no_touch`]'s lookup (TTL and friends).
+    pub fn read_expiry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<Option<i64>> {
+        let pos = self.read_lookup(db, key, now_ms, false)?;
+        let d = &self.dbs[db];
+        Some(d.expire_of(key, d.keys.value_at(pos)))
+    }
+
     /// [`Keyspace::get`] with the key's expiry.
     pub fn get_with_expiry(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<(&Entry, Option<i64>)> {
         let pos = self.read_lookup(db, key, now_ms, true)?;
