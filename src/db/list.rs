@@ -2,7 +2,7 @@
 //! quicklist of listpacks, `list-max-listpack-size -2`), with a running memory estimate.
 //! A `VecDeque` of `Bytes` cost 48.8 bytes of memory per 3-byte element (a 32-byte handle and
 //! an allocation each) against Redis's 5.3; a chunk costs the element's bytes and a 2-byte end
-//! offset. Push and pop at both ends are O(1): a chunk grown by pushes at the head stores its
+//! offset, or sealed (see [`Chunk`]) a length byte and an eighth of a start. Push and pop at both ends are O(1): a chunk grown by pushes at the head stores its
 //! elements in reverse, and a pop at a chunk's physical start only moves its `start`. Access
 //! by index walks the chunks (O(n / chunk)), as Redis's does. Redis 7.0 reports every list as
 //! `quicklist` (the `listpack` list encoding only arrived in 7.2), whatever its size.
@@ -106,6 +106,7 @@ impl Chunk {
     }
 
     /// [`Chunk::span`]'s end in a chunk with 2-byte ends (open, or sealed wide).
+    #[inline]
     fn wide_end(&self, p: usize) -> usize {
         let raw = if self.sealed > 0 { self.u16_at(self.data_len() + 2 * p) } else { self.ends[p] as usize };
         if raw == u16::MAX as usize {
@@ -121,12 +122,26 @@ impl Chunk {
         if lo >= hi {
             return;
         }
-        let lens = self.data_len();
+        let data_len = self.data_len();
+        // Element p's length (narrow), or where it ends: one read per step, whatever the form.
+        let step: &dyn Fn(usize) -> usize = if self.sealed > 0 && self.narrow {
+            &|p| self.data[data_len + p] as usize
+        } else if self.sealed > 0 {
+            &|p| match self.u16_at(data_len + 2 * p) {
+                0xFFFF => data_len,
+                e => e,
+            }
+        } else {
+            &|p| match self.ends[p] {
+                u16::MAX => data_len,
+                e => e as usize,
+            }
+        };
         let narrow = self.sealed > 0 && self.narrow;
         if upwards {
             let mut from = self.span(lo).0;
             for p in lo..hi {
-                let to = if narrow { from + self.data[lens + p] as usize } else { self.wide_end(p) };
+                let to = if narrow { from + step(p) } else { step(p) };
                 f(&self.data[from..to]);
                 from = to;
             }
@@ -134,11 +149,11 @@ impl Chunk {
             let mut to = self.span(hi - 1).1;
             for p in (lo..hi).rev() {
                 let from = if narrow {
-                    to - self.data[lens + p] as usize
+                    to - step(p)
                 } else if p == 0 {
                     0
                 } else {
-                    self.wide_end(p - 1)
+                    step(p - 1)
                 };
                 f(&self.data[from..to]);
                 to = from;

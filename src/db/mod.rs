@@ -98,6 +98,14 @@ pub struct Db {
 /// `tests/maxmemory.rs::used_memory_tracks_rss` for 100-byte strings and one-field hashes.
 const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Key>() + 8 + 6;
 
+/// What a key's expiry costs in the side table: its own copy of the key, the expiry, the
+/// slot's hash and chain link and a share of the buckets.
+const VOLATILE_OVERHEAD: usize = std::mem::size_of::<Key>() + 8 + 8 + 6;
+
+fn volatile_mem(key: &[u8]) -> usize {
+    Key::heap_size(key.len()) + VOLATILE_OVERHEAD
+}
+
 pub fn entry_mem(key: &[u8], entry: &Entry) -> usize {
     Key::heap_size(key.len()) + entry.value.mem_usage() + ENTRY_OVERHEAD
 }
@@ -154,12 +162,14 @@ impl Db {
                     Some(slot) => *slot = at,
                     None => {
                         let key = key.clone();
+                        self.mem += volatile_mem(&key);
                         self.volatile.insert(key, at);
                     }
                 }
             }
             None if had => {
                 let key = self.keys.key_at(index).clone();
+                self.mem -= volatile_mem(&key);
                 self.volatile.remove(&key);
             }
             None => {}
@@ -211,6 +221,7 @@ impl Db {
         self.mem += entry_mem(&key, &entry);
         entry.set_has_expire(expire_at.is_some());
         if let Some(at) = expire_at {
+            self.mem += volatile_mem(&key);
             self.volatile.insert(key.clone(), at);
         }
         if let Some(ix) = self.slot_index.as_mut() {
@@ -254,6 +265,9 @@ impl Db {
             ix.remove(key);
         }
         let expire_at = if entry.has_expire() { self.volatile.remove(key).map(|(_, at)| at) } else { None };
+        if expire_at.is_some() {
+            self.mem -= volatile_mem(key);
+        }
         Some((entry, expire_at))
     }
 
@@ -703,6 +717,12 @@ mod tests {
     fn memory_and_volatile_accounting() {
         let mut db = Db::default();
         db.insert(b("a"), Value::string("hello"), None, 0);
+        // An expiry is counted for its side-table slot, and uncounted with it.
+        let plain = db.mem_usage();
+        db.set_expire(b"a", Some(T0));
+        assert_eq!(db.mem_usage(), plain + VOLATILE_OVERHEAD);
+        db.set_expire(b"a", None);
+        assert_eq!(db.mem_usage(), plain);
         db.insert(b("b"), Value::string("world"), Some(T0 + 1000), 0);
         assert_eq!(db.volatile_len(), 1);
         // Replacing a volatile key with a persistent one drops it from the index.
