@@ -400,9 +400,8 @@ mod tests {
     fn a_hash_fits_in_a_value_unboxed() {
         assert_eq!(std::mem::size_of::<HashValue>(), 16);
         assert_eq!(std::mem::size_of::<super::super::value::Value>(), 24);
-        // A hashtable's slot: the pair (a 16-byte field, a 16-byte value handle), a 32-bit
-        // hash and chain link.
-        assert_eq!(std::mem::size_of::<Pair>() + 8, 40);
+        // A hashtable's slot (the pair, a 32-bit hash and chain link) fits one cache line.
+        assert_eq!(std::mem::size_of::<Pair>() + 8, 48);
     }
 
     /// The packed form keeps Redis's listpack order (new fields at the end, a replaced value
