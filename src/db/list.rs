@@ -388,10 +388,12 @@ impl ListValue {
                 // its buffers left freed blocks of every size class behind, 2 bytes per
                 // element of resident memory (1M elements of 14 bytes: 18.9 -> 16.8 B).
                 let mut next = Chunk { reversed: front, ..Chunk::default() };
+                // Only after a chunk of several elements filled by pushes at this same end: a
+                // chunk of one large element, or the other end's, says nothing of what comes.
                 if let Some(c) = sealed {
-                    if c.data_len() + 2 * c.count() > CHUNK_BYTES / 2 {
-                        next.data = Vec::with_capacity(c.data_len());
-                        next.ends = Vec::with_capacity(c.count());
+                    if c.reversed == front && c.count() > 1 && c.data_len() + 2 * c.count() > CHUNK_BYTES / 2 {
+                        next.data = Vec::with_capacity(c.data_len().min(CHUNK_BYTES));
+                        next.ends = Vec::with_capacity(c.count().min(CHUNK_BYTES));
                     }
                     c.seal();
                 }
@@ -700,6 +702,27 @@ mod tests {
         assert!(l.chunks.iter().any(|c| c.sealed > 0 && c.narrow), "no chunk was sealed narrow");
         assert!(l.chunks.iter().any(|c| c.sealed > 0 && !c.narrow), "no chunk was sealed wide");
         assert_eq!(items(&l), model.into_iter().collect::<Vec<_>>());
+    }
+
+    /// The chunk after a full one is sized like it, never after a single large element or a
+    /// chunk of the other end.
+    #[test]
+    fn a_new_chunk_is_presized_only_after_a_full_one() {
+        let mut big = ListValue::new();
+        big.push_back(Bytes::from(vec![b'x'; 100_000]));
+        big.push_back(Bytes::from_static(b"a"));
+        assert!(big.chunks.back().is_some_and(|c| c.data.capacity() < 1024), "sized after one large element");
+        let mut other = ListValue::new();
+        for _ in 0..500 {
+            other.push_back(Bytes::from_static(b"0123456789"));
+        }
+        other.push_front(Bytes::from_static(b"x"));
+        assert!(other.chunks.front().is_some_and(|c| c.data.capacity() < 1024), "sized after the other end's chunk");
+        let mut full = ListValue::new();
+        for _ in 0..2000 {
+            full.push_back(Bytes::from_static(b"0123456789"));
+        }
+        assert!(full.chunks.back().is_some_and(|c| c.data.capacity() >= 4096), "not sized after a full chunk");
     }
 
     #[test]
