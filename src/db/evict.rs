@@ -320,7 +320,7 @@ mod tests {
         // Even keys persistent; odd keys expire later the higher their index.
         let per = fill(&mut ks, 1000, |i| (if i % 2 == 1 { Some(T0 + 10_000 + i as i64 * 1000) } else { None }, 0));
         // A key with an expiry costs its side-table slot more: room for 250 of them is left.
-        let volatile = (ks.total_mem() - 500 * crate::db::VOLATILE_OVERHEAD) / 1000 + crate::db::VOLATILE_OVERHEAD;
+        let volatile = (ks.total_mem() - 500 * crate::db::database::VOLATILE_OVERHEAD) / 1000 + crate::db::database::VOLATILE_OVERHEAD;
         let target = ks.total_mem() - 250 * volatile;
         assert!(evict_fully(&mut ks, Policy::VolatileTtl, 5, target, T0));
         let left = survivors(&ks, 1000);
